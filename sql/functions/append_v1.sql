@@ -1,0 +1,169 @@
+-- txnq.append_v1: append one producer batch to one partition as one entry.
+--
+-- Parameters: (topic_id, partition) first, so Citus can route the call to the
+--   node owning the shard; producer_id/producer_epoch/first_sequence are NULL
+--   for a producer without idempotence; payloads[i], keys[i], properties[i],
+--   event_times[i] describe message i (the last three may be NULL as a whole).
+-- Returns one row: entry_offset, publish_time, duplicate (true when this batch
+--   was written before: entry_offset is then the original offset, or NULL when
+--   the batch is older than the five batches remembered), roll_entry_log (a
+--   hint that the active entry log is full or old: call txnq.roll_entry_log_v1).
+-- Locks: the producer_sequences row (serialises one producer on one partition),
+--   then the partition head row (serialises appends, DESIGN invariant 1). Both
+--   are held only until the calling statement's transaction commits.
+-- Invariants: offsets are gapless and become visible in order (the head row
+--   and the entry commit together); a sequence is written at most once per
+--   partition and a gap is an error (invariant 6); a fenced epoch writes nothing.
+-- Errors (SQLSTATE): TQ001 unknown topic/partition, TQ002 producer fenced,
+--   TQ003 out-of-order sequence, TQ004 message too large, TQ005 invalid argument.
+CREATE OR REPLACE FUNCTION txnq.append_v1(
+    p_topic_id integer,
+    p_partition integer,
+    p_producer_id bigint,
+    p_producer_epoch integer,
+    p_first_sequence bigint,
+    p_payloads bytea[],
+    p_keys bytea[] DEFAULT NULL,
+    p_properties jsonb[] DEFAULT NULL,
+    p_event_times timestamptz[] DEFAULT NULL
+) RETURNS TABLE (entry_offset bigint, publish_time timestamptz, duplicate boolean, roll_entry_log boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_count integer := cardinality(p_payloads);
+    v_max_message_bytes integer;
+    v_largest bigint;
+    v_bytes bigint;
+    v_seq txnq.producer_sequences%ROWTYPE;
+    v_slot integer;
+    v_offset bigint;
+    v_now timestamptz;
+    v_head txnq.partitions%ROWTYPE;
+    v_config txnq.config%ROWTYPE;
+    v_roll boolean := false;
+BEGIN
+    IF v_count IS NULL OR v_count = 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005', MESSAGE = 'append_v1: a batch needs at least one payload';
+    END IF;
+    IF (p_keys IS NOT NULL AND cardinality(p_keys) <> v_count)
+       OR (p_properties IS NOT NULL AND cardinality(p_properties) <> v_count)
+       OR (p_event_times IS NOT NULL AND cardinality(p_event_times) <> v_count) THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = 'append_v1: keys, properties and event_times must have one element per payload';
+    END IF;
+    IF (p_producer_id IS NULL) <> (p_first_sequence IS NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = 'append_v1: producer_id and first_sequence go together';
+    END IF;
+
+    SELECT t.max_message_bytes INTO v_max_message_bytes FROM txnq.topics t WHERE t.topic_id = p_topic_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ001', MESSAGE = format('topic id %s does not exist', p_topic_id);
+    END IF;
+    SELECT max(octet_length(p)), sum(octet_length(p)) INTO v_largest, v_bytes FROM unnest(p_payloads) AS p;
+    IF v_largest > v_max_message_bytes OR v_largest IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ004',
+            MESSAGE = format('a payload of %s bytes is larger than the topic''s max message size of %s bytes',
+                             coalesce(v_largest, 0), v_max_message_bytes),
+            HINT = 'split the payload, or raise the topic''s max_message_bytes';
+    END IF;
+
+    IF p_producer_id IS NOT NULL THEN
+        SELECT * INTO v_seq FROM txnq.producer_sequences s
+         WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id
+           FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO txnq.producer_sequences (topic_id, partition, producer_id)
+            VALUES (p_topic_id, p_partition, p_producer_id) ON CONFLICT DO NOTHING;
+            SELECT * INTO v_seq FROM txnq.producer_sequences s
+             WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id
+               FOR UPDATE;
+        END IF;
+        -- Read the epoch only now, after the sequence row lock: each statement of
+        -- a plpgsql function sees a fresh snapshot, so an epoch bump committed by
+        -- a newer producer session is seen here (register_producer_v1 locks these
+        -- rows while it bumps).
+        PERFORM 1 FROM txnq.producers pr WHERE pr.producer_id = p_producer_id AND pr.epoch = p_producer_epoch;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'TQ002',
+                MESSAGE = format('producer %s epoch %s was fenced by a newer session with the same name',
+                                 p_producer_id, p_producer_epoch),
+                HINT = 'close this producer; only the newest producer of a name may write';
+        END IF;
+        IF p_first_sequence <= v_seq.last_sequence THEN
+            v_slot := array_position(v_seq.recent_first_sequences, p_first_sequence);
+            IF v_slot IS NOT NULL AND v_seq.recent_counts[v_slot] = v_count THEN
+                RETURN QUERY SELECT v_seq.recent_offsets[v_slot], NULL::timestamptz, true, false;
+                RETURN;
+            ELSIF p_first_sequence + v_count - 1 <= v_seq.last_sequence AND v_slot IS NULL
+                  AND p_first_sequence < coalesce(v_seq.recent_first_sequences[1], 0) THEN
+                RETURN QUERY SELECT NULL::bigint, NULL::timestamptz, true, false;
+                RETURN;
+            END IF;
+            RAISE EXCEPTION USING ERRCODE = 'TQ003',
+                MESSAGE = format('batch with sequences %s..%s overlaps the last written sequence %s on partition %s '
+                                 'but is not a retry of a written batch',
+                                 p_first_sequence, p_first_sequence + v_count - 1, v_seq.last_sequence, p_partition);
+        ELSIF p_first_sequence > v_seq.last_sequence + 1 THEN
+            RAISE EXCEPTION USING ERRCODE = 'TQ003',
+                MESSAGE = format('sequence %s on partition %s skips ahead: the next expected is %s',
+                                 p_first_sequence, p_partition, v_seq.last_sequence + 1),
+                HINT = 'messages between were never written; resend them in order';
+        END IF;
+    END IF;
+
+    -- The head row lock: allocate the offset. Publish times never go backwards
+    -- within a partition, so seek-by-time and TTL can rely on their order.
+    UPDATE txnq.partitions h
+       SET next_offset = h.next_offset + 1,
+           max_read_offset = h.next_offset,
+           ledger_bytes = h.ledger_bytes + v_bytes,
+           last_publish_time = greatest(clock_timestamp(), h.last_publish_time)
+     WHERE h.topic_id = p_topic_id AND h.partition = p_partition
+    RETURNING h.* INTO v_head;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ001',
+            MESSAGE = format('partition %s of topic id %s does not exist', p_partition, p_topic_id);
+    END IF;
+    v_offset := v_head.next_offset - 1;
+    v_now := v_head.last_publish_time;
+
+    SELECT * INTO v_config FROM txnq.config;
+    INSERT INTO txnq.entries (topic_id, partition, entry_offset, entry_log_id, ledger_id, publish_time,
+                              producer_id, first_sequence, message_count, payload_bytes,
+                              payloads, keys, properties, event_times)
+    VALUES (p_topic_id, p_partition, v_offset, v_config.active_entry_log_id, v_head.ledger_id, v_now,
+            p_producer_id, p_first_sequence, v_count, v_bytes,
+            p_payloads, p_keys, p_properties, p_event_times);
+
+    -- Ledger rollover, with Pulsar's rules: full (entries or bytes) and older than
+    -- the minimum rollover time, or older than the maximum rollover time.
+    IF ((v_offset - v_head.ledger_first_offset + 1 >= v_config.ledger_max_entries
+         OR v_head.ledger_bytes >= v_config.ledger_max_bytes)
+        AND v_now - v_head.ledger_opened_at >= make_interval(secs => v_config.ledger_min_rollover_seconds))
+       OR v_now - v_head.ledger_opened_at >= make_interval(secs => v_config.ledger_max_rollover_seconds) THEN
+        PERFORM txnq.roll_ledger_v1(p_topic_id, p_partition, v_offset);
+    END IF;
+
+    IF p_producer_id IS NOT NULL THEN
+        UPDATE txnq.producer_sequences s
+           SET last_sequence = p_first_sequence + v_count - 1,
+               recent_first_sequences = (s.recent_first_sequences || p_first_sequence)[greatest(1, cardinality(s.recent_first_sequences) - 3):],
+               recent_offsets = (s.recent_offsets || v_offset)[greatest(1, cardinality(s.recent_offsets) - 3):],
+               recent_counts = (s.recent_counts || v_count)[greatest(1, cardinality(s.recent_counts) - 3):]
+         WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id;
+    END IF;
+
+    -- Wake a waiting consumer: one NOTIFY per wait, never one per message.
+    IF EXISTS (SELECT 1 FROM txnq.consumer_waiters w WHERE w.topic_id = p_topic_id AND w.partition = p_partition) THEN
+        DELETE FROM txnq.consumer_waiters w WHERE w.topic_id = p_topic_id AND w.partition = p_partition;
+        PERFORM pg_notify('txnq_topic_' || p_topic_id, p_partition::text);
+    END IF;
+
+    -- Sampled check (one append in 1024 per partition) whether the entry log is full or old.
+    IF v_offset % 1024 = 1023 THEN
+        v_roll := txnq.entry_log_needs_roll_v1();
+    END IF;
+
+    RETURN QUERY SELECT v_offset, v_now, false, v_roll;
+END;
+$$;

@@ -1,0 +1,54 @@
+-- The data path: each query is one call of a versioned txnq function, one round trip.
+
+-- name: append
+SELECT entry_offset, publish_time, duplicate, roll_entry_log
+  FROM txnq.append_v1(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
+                      %(payloads)b, %(keys)b, %(properties)s::text[]::jsonb[], %(event_times)s)
+
+-- name: roll_entry_log
+SELECT txnq.roll_entry_log_v1(%(force)s)
+
+-- name: register_producer
+SELECT producer_id, epoch, partition, last_sequence
+  FROM txnq.register_producer_v1(%(topic_id)s, %(name)s)
+
+-- name: fetch
+SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
+       payloads, keys, properties, event_times, acked_batch_indexes
+  FROM txnq.fetch_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
+                     %(max_entries)s, %(max_bytes)s)
+
+-- name: ack
+SELECT txnq.ack_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
+                   %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[])
+
+-- name: seek
+SELECT txnq.seek_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offset)s, %(time)s)
+
+-- name: subscribe
+SELECT txnq.subscribe_v1(%(topic_id)s, %(name)s, %(subscription_type)s, %(isolation)s,
+                         %(initial_position)s)
+
+-- name: unsubscribe
+SELECT txnq.unsubscribe_v1(%(subscription_id)s, %(except_consumer_id)s, %(force)s)
+
+-- name: register_consumer
+SELECT txnq.register_consumer_v1(%(subscription_id)s, %(name)s, %(priority)s, %(lease_seconds)s)
+
+-- name: heartbeat_consumer
+SELECT consumer_id, name, priority FROM txnq.heartbeat_consumer_v1(%(consumer_id)s, %(lease_seconds)s)
+
+-- name: close_consumer
+WITH gone AS (DELETE FROM txnq.consumers WHERE consumer_id = %(consumer_id)s)
+DELETE FROM txnq.consumer_waiters WHERE topic_id = %(topic_id)s AND consumer_id = %(consumer_id)s
+
+-- name: register_waiters
+INSERT INTO txnq.consumer_waiters (topic_id, partition, consumer_id)
+SELECT %(topic_id)s, p, %(consumer_id)s FROM unnest(%(partitions)s::int[]) AS p
+ON CONFLICT DO NOTHING
+
+-- name: cursor_positions
+SELECT partition, mark_delete_offset, generation
+  FROM txnq.cursors
+ WHERE topic_id = %(topic_id)s AND subscription_id = %(subscription_id)s
+ ORDER BY partition

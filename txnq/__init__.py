@@ -1,0 +1,34 @@
+"""txnq: a transactional message queue in PostgreSQL.
+
+import txnq
+client = txnq.Client(dsn)          # dsn=None: TXNQ_DSN, else embedded PostgreSQL under ./.txnq
+client.admin.create_topic("orders", partitions=4)
+producer = client.producer("orders", name="p1")
+producer.send(b"payload", key="k1")
+consumer = client.subscribe("orders", "billing", initial_position="earliest")
+msg = consumer.receive(timeout=1.0)
+consumer.acknowledge(msg)
+"""
+
+from txnq import errors
+from txnq.admin import Admin, TopicInfo
+from txnq.client import Client
+from txnq.consumer import Consumer
+from txnq.messages import Message, MessageId
+from txnq.producer import PendingSend, Producer
+from txnq.settings import Settings, load_settings
+
+__all__ = [
+    "Admin",
+    "Client",
+    "Consumer",
+    "Message",
+    "MessageId",
+    "PendingSend",
+    "Producer",
+    "Settings",
+    "TopicInfo",
+    "errors",
+    "load_settings",
+]
+__version__ = "0.1.0"

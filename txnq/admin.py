@@ -1,0 +1,314 @@
+"""Administration of topics and subscriptions: ``client.admin``.
+
+Each call validates its arguments before anything is written, then calls one
+txnq SQL function or named query.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from txnq.durations import Duration, Size, parse_duration, parse_size
+from txnq.errors import InvalidArgumentError, SubscriptionNotFoundError, TopicNotFoundError
+from txnq.names import validate_name
+
+if TYPE_CHECKING:
+    from txnq.client import Client
+
+FOREVER = ("infinite", "forever", "-1")
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    topic_id: int
+    name: str
+    partitions: int
+    retention_seconds: float
+    retention_bytes: int
+    ttl_seconds: float | None
+    max_message_bytes: int
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    high_watermark: int
+    max_read_offset: int
+    earliest_offset: int
+    open_ledger_id: int
+    last_publish_time: datetime | None
+    ledgers: int
+    payload_bytes: int
+
+
+@dataclass(frozen=True)
+class SubscriptionInfo:
+    subscription_id: int
+    name: str
+    subscription_type: str
+    isolation: str
+    created_at: datetime
+    backlog_entries: int
+    consumers: int
+
+
+@dataclass(frozen=True)
+class CursorInfo:
+    partition: int
+    mark_delete_offset: int
+    max_read_offset: int
+    high_watermark: int
+    backlog_entries: int
+    individual_acks: int
+    generation: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ConsumerInfo:
+    consumer_id: int
+    name: str
+    priority: int
+    connected_at: datetime
+    lease_expires_at: datetime
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    topic: TopicInfo
+    partitions: list[PartitionInfo]
+    subscriptions: list[SubscriptionInfo]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class SubscriptionDescription:
+    topic: str
+    subscription: SubscriptionInfo
+    cursors: list[CursorInfo]
+    consumers: list[ConsumerInfo]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def parse_retention_time(value: Duration | None) -> float:
+    """Seconds; -1 (or "infinite") keeps acknowledged data forever, 0 keeps none."""
+    if value is None:
+        return 0.0
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == -1:
+        return -1.0
+    if isinstance(value, str) and value.strip().lower() in FOREVER:
+        return -1.0
+    return parse_duration(value, what="retention")
+
+
+def parse_retention_size(value: Size | None) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and value == -1:
+        return -1
+    if isinstance(value, str) and value.strip().lower() in FOREVER:
+        return -1
+    return parse_size(value, what="retention_size")
+
+
+def _check_partitions(partitions: object) -> int:
+    if isinstance(partitions, bool) or not isinstance(partitions, int):
+        raise InvalidArgumentError(f"partitions must be an int, not {type(partitions).__name__}")
+    if not 1 <= partitions <= 4096:
+        raise InvalidArgumentError(f"a topic has 1 to 4096 partitions, not {partitions}")
+    return partitions
+
+
+class Admin:
+    """Topics and subscriptions; reached as ``client.admin``."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    # -- topics -------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        *,
+        retention: Duration | None = 0,
+        retention_size: Size | None = 0,
+        ttl: Duration | None = None,
+        max_message_bytes: Size | None = None,
+    ) -> TopicInfo:
+        """Create a topic. ``retention`` keeps acknowledged data for that long
+        (-1/"infinite": forever), ``retention_size`` caps it by bytes, ``ttl``
+        acknowledges unconsumed messages older than that on the subscriptions'
+        behalf (None: never)."""
+        params = {
+            "name": validate_name(name, "topic"),
+            "partitions": _check_partitions(partitions),
+            "retention_seconds": parse_retention_time(retention),
+            "retention_bytes": parse_retention_size(retention_size),
+            "ttl_seconds": None
+            if ttl is None
+            else parse_duration(ttl, what="ttl", allow_zero=False),
+            "max_message_bytes": self._max_message_bytes(max_message_bytes),
+        }
+        self._client.execute("create_topic", params)
+        return self.get_topic(name)
+
+    def _max_message_bytes(self, value: Size | None) -> int:
+        cap = self._client.settings.max_message_bytes
+        if value is None:
+            return cap
+        size = parse_size(value, what="max_message_bytes")
+        if not 1 <= size <= cap:
+            raise InvalidArgumentError(
+                f"max_message_bytes must be between 1 and MAX_MESSAGE_BYTES ({cap}), got {size}"
+            )
+        return size
+
+    def get_topic(self, name: str) -> TopicInfo:
+        rows = self._client.query("topic_by_name", {"name": validate_name(name, "topic")})
+        if not rows:
+            raise TopicNotFoundError(
+                f"topic {name!r} does not exist: create it with client.admin.create_topic "
+                f"or `txnq topics create {name}`"
+            )
+        return TopicInfo(**rows[0])
+
+    def list_topics(self) -> list[TopicInfo]:
+        fields = {f.name for f in dataclasses.fields(TopicInfo)}
+        return [
+            TopicInfo(**{k: v for k, v in row.items() if k in fields})
+            for row in self._client.query("list_topics", {})
+        ]
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        topic = self.get_topic(name)
+        partitions = self._client.query("topic_partitions", {"topic_id": topic.topic_id})
+        return TopicDescription(
+            topic=topic,
+            partitions=[PartitionInfo(**row) for row in partitions],
+            subscriptions=self.list_subscriptions(name),
+        )
+
+    def update_topic(self, name: str, *, partitions: int) -> TopicInfo:
+        """Grow a topic to ``partitions`` partitions (never shrink, as Kafka and Pulsar)."""
+        topic = self.get_topic(name)
+        count = _check_partitions(partitions)
+        if count < topic.partitions:
+            raise InvalidArgumentError(
+                f"topic {name!r} has {topic.partitions} partitions and can only grow "
+                "(keys would move to other partitions and lose their order)"
+            )
+        self._client.execute("add_partitions", {"topic_id": topic.topic_id, "partitions": count})
+        return self.get_topic(name)
+
+    def delete_topic(self, name: str, *, force: bool = False) -> None:
+        """Delete a topic; refused while a subscription has a backlog or a
+        consumer is connected, unless ``force``."""
+        topic = self.get_topic(name)
+        self._client.execute("delete_topic", {"topic_id": topic.topic_id, "force": bool(force)})
+
+    # -- subscriptions ------------------------------------------------------
+
+    def list_subscriptions(self, topic: str) -> list[SubscriptionInfo]:
+        info = self.get_topic(topic)
+        return [
+            SubscriptionInfo(**row)
+            for row in self._client.query("list_subscriptions", {"topic_id": info.topic_id})
+        ]
+
+    def _subscription(self, topic: TopicInfo, name: str) -> dict[str, Any]:
+        rows = self._client.query(
+            "subscription_by_name",
+            {"topic_id": topic.topic_id, "name": validate_name(name, "subscription")},
+        )
+        if not rows:
+            raise SubscriptionNotFoundError(
+                f"topic {topic.name!r} has no subscription {name!r}: "
+                "subscribe to create it, or list them with `txnq subscriptions list`"
+            )
+        return rows[0]
+
+    def describe_subscription(self, topic: str, name: str) -> SubscriptionDescription:
+        info = self.get_topic(topic)
+        sub = self._subscription(info, name)
+        summary = next(s for s in self.list_subscriptions(topic) if s.name == name)
+        key = {"topic_id": info.topic_id, "subscription_id": sub["subscription_id"]}
+        return SubscriptionDescription(
+            topic=info.name,
+            subscription=summary,
+            cursors=[CursorInfo(**r) for r in self._client.query("subscription_cursors", key)],
+            consumers=[
+                ConsumerInfo(**r) for r in self._client.query("subscription_consumers", key)
+            ],
+        )
+
+    def reset_subscription(
+        self, topic: str, name: str, to: str | int | datetime = "earliest"
+    ) -> list[CursorInfo]:
+        """Move the subscription's cursors on every partition: to ``"earliest"``,
+        ``"latest"``, an offset (the next message delivered), or a publish time.
+        Connected consumers rewind to the new position."""
+        info = self.get_topic(topic)
+        sub = self._subscription(info, name)
+        offset, time = seek_target(to)
+        for partition in range(info.partitions):
+            self._client.execute(
+                "seek",
+                {
+                    "topic_id": info.topic_id,
+                    "partition": partition,
+                    "subscription_id": sub["subscription_id"],
+                    "offset": offset,
+                    "time": time,
+                },
+            )
+        return self.describe_subscription(topic, name).cursors
+
+    def delete_subscription(self, topic: str, name: str, *, force: bool = False) -> None:
+        """Delete a subscription; refused while consumers are connected unless ``force``."""
+        info = self.get_topic(topic)
+        sub = self._subscription(info, name)
+        self._client.execute(
+            "unsubscribe",
+            {"subscription_id": sub["subscription_id"], "except_consumer_id": None, "force": force},
+        )
+
+
+# Offsets are clamped by seek_v1 to the retained range, so these stand for the ends.
+EARLIEST = -(2**62)
+LATEST = 2**62
+
+
+def seek_target(to: object) -> tuple[int | None, datetime | None]:
+    """(offset, time) for seek_v1 from "earliest" / "latest" / an offset / a datetime."""
+    if isinstance(to, str):
+        if to == "earliest":
+            return EARLIEST, None
+        if to == "latest":
+            return LATEST, None
+        raise InvalidArgumentError(
+            f"seek target must be 'earliest', 'latest', an offset or a datetime, not {to!r}"
+        )
+    if isinstance(to, datetime):
+        if to.tzinfo is None:
+            raise InvalidArgumentError("a seek time must be timezone-aware")
+        return None, to
+    if isinstance(to, int) and not isinstance(to, bool):
+        if to < 0:
+            raise InvalidArgumentError(f"an offset is >= 0, got {to}")
+        return to, None
+    raise InvalidArgumentError(
+        f"seek target must be 'earliest', 'latest', an offset or a datetime, not {type(to).__name__}"
+    )

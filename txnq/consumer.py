@@ -1,0 +1,665 @@
+"""The consumer: a session on a subscription that fetches entries of its
+partitions into a receive queue (prefetch), delivers their messages, and
+acknowledges them into the subscription's cursors.
+
+Subscription types (Pulsar's): ``exclusive`` — one consumer; a second one is
+refused with ConsumerBusyError. ``failover`` — many consumers, one active per
+partition: with consumers sorted by (priority, name), partition ``p`` belongs
+to consumer ``p mod n``; when a consumer goes away (close, or its lease runs
+out) the next heartbeat of the others hands its partitions over, and what it
+had not acknowledged is delivered again. ``shared`` and ``key_shared`` are
+not available yet and are refused with a clear error.
+
+Liveness is a lease renewed by a heartbeat (every third of ``lease``), not a
+guess. New data wakes a waiting consumer through LISTEN/NOTIFY — one NOTIFY
+per wait, registered in ``txnq.consumer_waiters`` — and a poll every
+``poll_interval`` is the fallback (LISTEN does not pass PgBouncer's
+transaction pooling).
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from txnq import errors
+from txnq.admin import seek_target
+from txnq.durations import Duration, parse_duration
+from txnq.messages import Message, MessageId
+from txnq.names import validate_name
+from txnq.queries import QUERIES
+from txnq.storage import connect, translate, translated_errors
+
+if TYPE_CHECKING:
+    from txnq.client import Client
+
+SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
+AVAILABLE_TYPES = ("exclusive", "failover")
+ISOLATIONS = ("read_committed", "read_uncommitted")
+INITIAL_POSITIONS = ("earliest", "latest")
+FETCH_MAX_BYTES = 8 * 1024 * 1024
+
+
+class Consumer:
+    """Receives messages from one subscription. Create with ``client.subscribe``.
+
+    Options: ``initial_position`` ("latest" or "earliest"; where a new
+    subscription starts), ``isolation`` ("read_committed" or
+    "read_uncommitted"), ``consumer_name``, ``priority`` (failover order, lower
+    first), ``receiver_queue_size`` (messages prefetched, 1000),
+    ``negative_ack_redelivery_delay`` ("1m"), ``lease`` (CONSUMER_LEASE_SECONDS),
+    ``poll_interval`` (POLL_INTERVAL_SECONDS).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        topic: str,
+        subscription: str,
+        subscription_type: str = "exclusive",
+        *,
+        initial_position: str = "latest",
+        isolation: str = "read_committed",
+        consumer_name: str | None = None,
+        priority: int = 0,
+        receiver_queue_size: int = 1000,
+        negative_ack_redelivery_delay: Duration = "1m",
+        lease: Duration | None = None,
+        poll_interval: Duration | None = None,
+    ) -> None:
+        self._client = client
+        self.subscription = validate_name(subscription, "subscription")
+        if subscription_type not in SUBSCRIPTION_TYPES:
+            raise errors.InvalidArgumentError(
+                f"subscription_type must be one of {SUBSCRIPTION_TYPES}, not {subscription_type!r}"
+            )
+        if subscription_type not in AVAILABLE_TYPES:
+            raise errors.InvalidArgumentError(
+                f"{subscription_type} subscriptions are not available in this version of txnq; "
+                f"use one of {AVAILABLE_TYPES}"
+            )
+        if initial_position not in INITIAL_POSITIONS:
+            raise errors.InvalidArgumentError(
+                f"initial_position must be one of {INITIAL_POSITIONS}, not {initial_position!r}"
+            )
+        if isolation not in ISOLATIONS:
+            raise errors.InvalidArgumentError(
+                f"isolation must be one of {ISOLATIONS}, not {isolation!r}"
+            )
+        for label, value in (("receiver_queue_size", receiver_queue_size), ("priority", priority)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise errors.InvalidArgumentError(f"{label} must be an int, got {value!r}")
+        if receiver_queue_size < 1:
+            raise errors.InvalidArgumentError("receiver_queue_size must be at least 1")
+        settings = client.settings
+        self.subscription_type = subscription_type
+        self.isolation = isolation
+        self.name = validate_name(
+            consumer_name if consumer_name is not None else f"consumer-{uuid.uuid4().hex[:12]}",
+            "consumer",
+        )
+        self._priority = priority
+        self._queue_size = receiver_queue_size
+        self._nack_delay = parse_duration(
+            negative_ack_redelivery_delay, what="negative_ack_redelivery_delay"
+        )
+        self._lease = parse_duration(
+            settings.consumer_lease_seconds if lease is None else lease,
+            what="lease",
+            allow_zero=False,
+        )
+        self._poll_interval = parse_duration(
+            settings.poll_interval_seconds if poll_interval is None else poll_interval,
+            what="poll_interval",
+            allow_zero=False,
+        )
+        self._topic = client.admin.get_topic(topic)
+        self.topic = self._topic.name
+        self._topic_id = self._topic.topic_id
+        self._channel = f"txnq_topic_{self._topic_id}"
+
+        # State shared by the fetch thread and the caller, guarded by _cond.
+        self._cond = threading.Condition()
+        self._queue: deque[Message] = deque()
+        self._assigned: set[int] = set()
+        self._read_position: dict[int, int] = {}  # highest offset fetched per partition
+        self._generation: dict[int, int] = {}  # the cursor generation we follow
+        self._epoch: dict[int, int] = {}  # local: grows when a partition's position resets
+        self._batch_sizes: dict[tuple[int, int], int] = {}  # delivered batch entries
+        self._nacked: list[tuple[float, int, Message]] = []
+        self._nack_counter = 0
+        self._redeliveries: dict[MessageId, int] = {}
+        self._closed = False
+        self._failure: errors.TxnqError | None = None
+        self._heartbeat_due = 0.0
+
+        self._ack_lock = threading.Lock()
+        self._ack_proxy: Any = client.checkout()
+        self._fetch_conn = connect(client.dsn, application_name=f"txnq-consumer-{self.name}")
+        try:
+            with translated_errors():
+                self.subscription_id: int = self._ack_call(
+                    "subscribe",
+                    {
+                        "topic_id": self._topic_id,
+                        "name": self.subscription,
+                        "subscription_type": subscription_type,
+                        "isolation": isolation,
+                        "initial_position": initial_position,
+                    },
+                )
+                self.consumer_id: int = self._register()
+            self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+            self._heartbeat()
+        except BaseException:
+            self._fetch_conn.close()
+            self._ack_proxy.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._run, name=f"txnq-consumer-{self.name}", daemon=True
+        )
+        self._thread.start()
+
+    # -- receiving ----------------------------------------------------------
+
+    @property
+    def assigned_partitions(self) -> list[int]:
+        """The partitions this consumer currently reads (all, unless failover)."""
+        with self._cond:
+            return sorted(self._assigned)
+
+    def receive(self, timeout: Duration | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` (forever when None); None on timeout."""
+        wait = None if timeout is None else parse_duration(timeout, what="timeout")
+        deadline = None if wait is None else time.monotonic() + wait
+        with self._cond:
+            while not self._queue:
+                self._check_usable()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining if remaining is not None else 1.0)
+            message = self._queue.popleft()
+            if len(self._queue) < self._queue_size // 2:
+                self._cond.notify_all()  # room for the fetch thread
+            return message
+
+    def batch_receive(self, max_messages: int = 100, timeout: Duration = "100ms") -> list[Message]:
+        """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
+            raise errors.InvalidArgumentError(
+                f"max_messages must be a positive int, got {max_messages!r}"
+            )
+        first = self.receive(timeout)
+        if first is None:
+            return []
+        messages = [first]
+        with self._cond:
+            while self._queue and len(messages) < max_messages:
+                messages.append(self._queue.popleft())
+            self._cond.notify_all()
+        return messages
+
+    def __iter__(self) -> Consumer:
+        return self
+
+    def __next__(self) -> Message:
+        message = self.receive()
+        assert message is not None
+        return message
+
+    # -- acknowledging ------------------------------------------------------
+
+    def acknowledge(self, message: Message | MessageId | Iterable[Message | MessageId]) -> None:
+        """Acknowledge messages individually; durable when this returns."""
+        items = [message] if isinstance(message, Message | MessageId) else list(message)
+        per_partition: dict[int, tuple[list[int], list[int], list[int]]] = {}
+        for item in items:
+            message_id, size = self._identify(item)
+            offsets, indexes, sizes = per_partition.setdefault(message_id.partition, ([], [], []))
+            offsets.append(message_id.offset)
+            indexes.append(message_id.batch_index if size > 1 else -1)
+            sizes.append(size)
+        for partition, (offsets, indexes, sizes) in per_partition.items():
+            self._ack(partition, None, offsets, indexes, sizes)
+
+    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+        """Acknowledge this message and every earlier one of its partition."""
+        message_id, size = self._identify(message)
+        if size > 1 and message_id.batch_index < size - 1:
+            # Inside a batch: the entries before it, plus its own first messages.
+            indexes = list(range(message_id.batch_index + 1))
+            self._ack(
+                message_id.partition,
+                message_id.offset - 1,
+                [message_id.offset] * len(indexes),
+                indexes,
+                [size] * len(indexes),
+            )
+        else:
+            self._ack(message_id.partition, message_id.offset, [], [], [])
+
+    def negative_acknowledge(self, message: Message) -> None:
+        """Have the message delivered again after ``negative_ack_redelivery_delay``."""
+        if not isinstance(message, Message):
+            raise errors.InvalidArgumentError(
+                f"negative_acknowledge takes a received Message, not {type(message).__name__}"
+            )
+        self._check_message_topic(message.message_id)
+        with self._cond:
+            self._nack_counter += 1
+            heapq.heappush(
+                self._nacked, (time.monotonic() + self._nack_delay, self._nack_counter, message)
+            )
+            self._cond.notify_all()
+
+    def _identify(self, item: object) -> tuple[MessageId, int]:
+        if isinstance(item, Message):
+            self._check_message_topic(item.message_id)
+            return item.message_id, item.batch_size
+        if isinstance(item, MessageId):
+            self._check_message_topic(item)
+            with self._cond:
+                size = self._batch_sizes.get((item.partition, item.offset), 1)
+            return item, size
+        raise errors.InvalidArgumentError(
+            f"acknowledge takes a Message or MessageId, not {type(item).__name__}"
+        )
+
+    def _check_message_topic(self, message_id: MessageId) -> None:
+        if message_id.topic != self.topic or not 0 <= message_id.partition < self._topic.partitions:
+            raise errors.InvalidArgumentError(
+                f"message {message_id} is not from topic {self.topic!r} of this consumer"
+            )
+
+    def _ack(
+        self,
+        partition: int,
+        cumulative: int | None,
+        offsets: list[int],
+        indexes: list[int],
+        sizes: list[int],
+    ) -> None:
+        self._check_usable()
+        mark_delete = self._ack_call(
+            "ack",
+            {
+                "topic_id": self._topic_id,
+                "partition": partition,
+                "subscription_id": self.subscription_id,
+                "cumulative_offset": cumulative,
+                "offsets": offsets,
+                "batch_indexes": indexes,
+                "batch_sizes": sizes,
+            },
+        )
+        with self._cond:
+            for key in [k for k in self._batch_sizes if k[0] == partition and k[1] <= mark_delete]:
+                del self._batch_sizes[key]
+
+    # -- seeking and unsubscribing -----------------------------------------
+
+    def seek(self, target: MessageId | int | datetime | str, partition: int | None = None) -> None:
+        """Move the subscription so that the next message delivered is ``target``:
+        a MessageId (its partition), an offset (on ``partition``, or on every
+        partition), a publish time (datetime), or "earliest"/"latest".
+        Individually acknowledged messages after the position are delivered again."""
+        if isinstance(target, MessageId):
+            self._check_message_topic(target)
+            partitions = [target.partition]
+            offset, when = target.offset, None
+        else:
+            offset, when = seek_target(target)
+            if partition is not None:
+                if (
+                    isinstance(partition, bool)
+                    or not isinstance(partition, int)
+                    or not (0 <= partition < self._topic.partitions)
+                ):
+                    raise errors.InvalidArgumentError(
+                        f"partition must be 0..{self._topic.partitions - 1}, got {partition!r}"
+                    )
+                partitions = [partition]
+            else:
+                partitions = list(range(self._topic.partitions))
+        for p in partitions:
+            self._ack_call(
+                "seek",
+                {
+                    "topic_id": self._topic_id,
+                    "partition": p,
+                    "subscription_id": self.subscription_id,
+                    "offset": offset,
+                    "time": when,
+                },
+            )
+        with self._cond:
+            for p in partitions:
+                self._forget_partition(p)
+            self._heartbeat_due = 0.0  # reload positions before the next fetch
+            self._cond.notify_all()
+        self._wake_fetcher()
+
+    def unsubscribe(self) -> None:
+        """Delete the subscription (refused while other consumers are connected), then close."""
+        self._ack_call(
+            "unsubscribe",
+            {
+                "subscription_id": self.subscription_id,
+                "except_consumer_id": self.consumer_id,
+                "force": False,
+            },
+        )
+        self.close()
+
+    # -- life cycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Leave the subscription: unacknowledged messages go to the next consumer."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        self._wake_fetcher()
+        self._thread.join(timeout=self._poll_interval + 5)
+        try:
+            self._ack_call(
+                "close_consumer", {"consumer_id": self.consumer_id, "topic_id": self._topic_id}
+            )
+        except (psycopg.Error, errors.TxnqError):
+            pass  # the lease runs out by itself
+        self._ack_proxy.close()
+        self._fetch_conn.close()
+        self._client._forget(self)
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_usable(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if self._closed:
+            raise errors.ClosedError(f"consumer {self.name!r} is closed")
+
+    def _ack_call(self, name: str, params: dict[str, Any]) -> Any:
+        """Run a named query on the caller-side connection; return the first column."""
+        with self._ack_lock:
+            for attempt in (1, 2):
+                try:
+                    with translated_errors():
+                        cur = self._ack_proxy.driver_connection.execute(QUERIES[name], params)
+                        row = cur.fetchone() if cur.description else None
+                        return None if row is None else row[0]
+                except psycopg.OperationalError:
+                    # Acks and seeks are idempotent: reconnect and try once more.
+                    if attempt == 2:
+                        raise
+                    self._ack_proxy.invalidate()
+                    self._ack_proxy = self._client.checkout()
+        return None
+
+    def _wake_fetcher(self) -> None:
+        try:
+            with self._ack_lock:
+                self._ack_proxy.driver_connection.execute(
+                    "SELECT pg_notify(%s, '')", (self._channel,)
+                )
+        except psycopg.Error:
+            pass  # the fetch thread polls anyway
+
+    # -- the fetch thread ---------------------------------------------------
+
+    def _register(self) -> int:
+        return int(
+            self._ack_call(
+                "register_consumer",
+                {
+                    "subscription_id": self.subscription_id,
+                    "name": self.name,
+                    "priority": self._priority,
+                    "lease_seconds": self._lease,
+                },
+            )
+        )
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+            try:
+                if time.monotonic() >= self._heartbeat_due:
+                    self._heartbeat()
+                self._release_nacked()
+                if not self._has_room():
+                    with self._cond:
+                        self._cond.wait(min(self._poll_interval, self._lease / 3))
+                    continue
+                if self._fetch_round() == 0:
+                    self._wait_for_data()
+            except errors.TxnqError as exc:
+                with self._cond:
+                    self._failure = exc
+                    self._cond.notify_all()
+                return
+            except psycopg.OperationalError:
+                self._reconnect_fetch()
+
+    def _reconnect_fetch(self) -> None:
+        time.sleep(min(self._poll_interval, 1.0))
+        try:
+            self._fetch_conn.close()
+            self._fetch_conn = connect(
+                self._client.dsn, application_name=f"txnq-consumer-{self.name}"
+            )
+            self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+            with self._cond:
+                for p in list(self._assigned):
+                    self._forget_partition(p)
+                self._assigned.clear()
+            self._heartbeat_due = 0.0
+        except (psycopg.Error, errors.TxnqError):
+            pass  # tried again on the next loop
+
+    def _has_room(self) -> bool:
+        with self._cond:
+            return len(self._queue) < self._queue_size
+
+    def _heartbeat(self) -> None:
+        """Renew the lease; recompute the assignment; follow cursor resets."""
+        self._heartbeat_due = time.monotonic() + self._lease / 3
+        try:
+            with translated_errors():
+                members = self._fetch_conn.execute(
+                    QUERIES["heartbeat_consumer"],
+                    {"consumer_id": self.consumer_id, "lease_seconds": self._lease},
+                ).fetchall()
+        except errors.ConsumerExpiredError:
+            # The lease ran out (e.g. a long pause): start a new session. For an
+            # exclusive subscription somebody else may have taken over meanwhile.
+            with self._cond:
+                for p in list(self._assigned):
+                    self._forget_partition(p)
+                self._assigned.clear()
+            self.consumer_id = self._register()
+            members = self._fetch_conn.execute(
+                QUERIES["heartbeat_consumer"],
+                {"consumer_id": self.consumer_id, "lease_seconds": self._lease},
+            ).fetchall()
+        ids = [row[0] for row in members]
+        partitions = self._topic.partitions
+        if self.subscription_type == "failover":
+            mine = {p for p in range(partitions) if ids[p % len(ids)] == self.consumer_id}
+        else:
+            mine = set(range(partitions))
+        cursors = self._fetch_conn.execute(
+            QUERIES["cursor_positions"],
+            {"topic_id": self._topic_id, "subscription_id": self.subscription_id},
+        ).fetchall()
+        with self._cond:
+            for p in self._assigned - mine:
+                self._forget_partition(p)
+            for partition, mark_delete, generation in cursors:
+                if partition not in mine:
+                    continue
+                if partition not in self._assigned or self._generation.get(partition) != generation:
+                    self._forget_partition(partition)
+                    self._read_position[partition] = mark_delete
+                    self._generation[partition] = generation
+            self._assigned = mine & {row[0] for row in cursors}
+
+    def _forget_partition(self, partition: int) -> None:
+        """Drop what was fetched of a partition (caller holds _cond): it will be
+        fetched again from the cursor, by this consumer or the next owner."""
+        self._epoch[partition] = self._epoch.get(partition, 0) + 1
+        self._read_position.pop(partition, None)
+        self._generation.pop(partition, None)
+        if any(m.message_id.partition == partition for m in self._queue):
+            self._queue = deque(m for m in self._queue if m.message_id.partition != partition)
+        self._nacked = [n for n in self._nacked if n[2].message_id.partition != partition]
+        heapq.heapify(self._nacked)
+
+    def _release_nacked(self) -> None:
+        now = time.monotonic()
+        with self._cond:
+            while self._nacked and self._nacked[0][0] <= now:
+                _, _, message = heapq.heappop(self._nacked)
+                if message.message_id.partition not in self._assigned:
+                    continue
+                count = self._redeliveries.get(message.message_id, 0) + 1
+                self._redeliveries[message.message_id] = count
+                again = Message(
+                    message.value,
+                    message.key_bytes,
+                    message.properties,
+                    message.message_id,
+                    message.publish_time,
+                    message.event_time,
+                    count,
+                    message.producer_id,
+                    message.sequence,
+                    message.batch_size,
+                )
+                self._queue.appendleft(again)
+                self._cond.notify_all()
+
+    def _fetch_round(self) -> int:
+        """Fetch every assigned partition once, in one round trip; returns messages queued."""
+        with self._cond:
+            room = self._queue_size - len(self._queue)
+            plan = [
+                (p, self._read_position[p], self._epoch.get(p, 0))
+                for p in sorted(self._assigned)
+                if p in self._read_position
+            ]
+        if not plan or room <= 0:
+            return 0
+        max_entries = max(1, min(500, room))
+        cursors: list[tuple[int, int, psycopg.Cursor[Any]]] = []
+        with self._fetch_conn.pipeline():
+            for partition, after, epoch in plan:
+                cur = self._fetch_conn.cursor(binary=True)
+                cur.execute(
+                    QUERIES["fetch"],
+                    {
+                        "topic_id": self._topic_id,
+                        "partition": partition,
+                        "subscription_id": self.subscription_id,
+                        "after_offset": after,
+                        "max_entries": max_entries,
+                        "max_bytes": FETCH_MAX_BYTES,
+                    },
+                )
+                cursors.append((partition, epoch, cur))
+        queued = 0
+        for partition, epoch, cur in cursors:
+            try:
+                rows = cur.fetchall()
+            except psycopg.Error as exc:
+                mapped = translate(exc)
+                if mapped is not None:
+                    raise mapped from None
+                raise
+            if rows:
+                queued += self._enqueue(partition, epoch, rows)
+        return queued
+
+    def _enqueue(self, partition: int, epoch: int, rows: Sequence[Any]) -> int:
+        topic = self.topic
+        messages: list[Message] = []
+        sizes: dict[tuple[int, int], int] = {}
+        for (
+            offset,
+            publish_time,
+            producer_id,
+            first_sequence,
+            count,
+            payloads,
+            keys,
+            properties,
+            event_times,
+            acked,
+        ) in rows:
+            skip = set(acked) if acked else ()
+            if count > 1:
+                sizes[(partition, offset)] = count
+            for index in range(count):
+                if index in skip:
+                    continue
+                messages.append(
+                    Message(
+                        payloads[index],
+                        keys[index] if keys is not None else None,
+                        properties[index] or {} if properties is not None else {},
+                        MessageId(topic, partition, offset, index),
+                        publish_time,
+                        event_times[index] if event_times is not None else None,
+                        0,
+                        producer_id,
+                        None if first_sequence is None else first_sequence + index,
+                        count,
+                    )
+                )
+        with self._cond:
+            if self._epoch.get(partition, 0) != epoch or partition not in self._assigned:
+                return 0  # the partition was reset or handed over meanwhile
+            self._read_position[partition] = rows[-1][0]
+            self._batch_sizes.update(sizes)
+            self._queue.extend(messages)
+            self._cond.notify_all()
+        return len(messages)
+
+    def _wait_for_data(self) -> None:
+        """Register as a waiter, look once more (no lost wake-up), then wait for a
+        NOTIFY, the next heartbeat, a nack coming due, or the poll interval."""
+        with self._cond:
+            partitions = sorted(self._assigned)
+            timeout = min(self._poll_interval, max(0.0, self._heartbeat_due - time.monotonic()))
+            if self._nacked:
+                timeout = min(timeout, max(0.0, self._nacked[0][0] - time.monotonic()))
+        if partitions:
+            self._fetch_conn.execute(
+                QUERIES["register_waiters"],
+                {
+                    "topic_id": self._topic_id,
+                    "consumer_id": self.consumer_id,
+                    "partitions": partitions,
+                },
+            )
+            if self._fetch_round() > 0:
+                return
+        for _ in self._fetch_conn.notifies(timeout=timeout, stop_after=1):
+            pass

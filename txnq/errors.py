@@ -1,0 +1,80 @@
+"""The errors of txnq: one hierarchy under :class:`TxnqError`.
+
+Every message says what went wrong and what to do about it. Bad input is
+rejected before anything is written, so a caller that catches one of these can
+correct the call and retry without cleaning anything up.
+"""
+
+from __future__ import annotations
+
+
+class TxnqError(Exception):
+    """Base class of every error txnq raises on purpose."""
+
+
+class ConfigurationError(TxnqError):
+    """A setting, DSN or option has a value txnq cannot use."""
+
+
+class InvalidArgumentError(TxnqError, ValueError):
+    """A public call got a value of the wrong type or out of range."""
+
+
+class InvalidNameError(InvalidArgumentError):
+    """A topic, subscription or producer name breaks the naming rules."""
+
+
+class SchemaOutdatedError(TxnqError):
+    """The database's txnq schema is older (or newer) than this library."""
+
+
+class ServerUnavailableError(TxnqError):
+    """PostgreSQL could not be reached or started."""
+
+
+class TopicNotFoundError(TxnqError):
+    """The named topic does not exist."""
+
+
+class TopicExistsError(TxnqError):
+    """A topic of that name exists already."""
+
+
+class TopicBusyError(TxnqError):
+    """The topic cannot be changed while subscriptions still have a backlog."""
+
+
+class SubscriptionNotFoundError(TxnqError):
+    """The named subscription does not exist on the topic."""
+
+
+class SubscriptionTypeMismatchError(TxnqError):
+    """The subscription exists with another type or isolation."""
+
+
+class ConsumerBusyError(TxnqError):
+    """An exclusive subscription already has a live consumer."""
+
+
+class MessageTooLargeError(InvalidArgumentError):
+    """A payload is larger than the topic's maximum message size."""
+
+
+class ProducerFencedError(TxnqError):
+    """A newer producer with the same name or transactional id took over."""
+
+
+class OutOfOrderSequenceError(TxnqError):
+    """A producer sequence number skipped ahead: messages in between are missing."""
+
+
+class ClosedError(TxnqError):
+    """The client, producer or consumer was closed."""
+
+
+class TimeoutError(TxnqError):
+    """An operation did not finish within its timeout."""
+
+
+class ConsumerExpiredError(TxnqError):
+    """A consumer session missed its lease and was removed; it must re-register."""

@@ -1,0 +1,169 @@
+"""Messages as users see them: :class:`MessageId`, :class:`Message`, and the
+checks that turn user input (payload, key, properties, event time) into what
+is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from txnq.errors import InvalidArgumentError
+
+Payload = bytes | bytearray | memoryview | str
+Key = str | bytes
+
+
+class MessageId(NamedTuple):
+    """Where a message is: its entry's offset in the partition and its index in the batch.
+
+    A tuple, so ids compare and sort by (topic, partition, offset, batch_index).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    batch_index: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.partition}:{self.offset}:{self.batch_index}"
+
+
+class Message:
+    """A received message.
+
+    ``value`` is the payload; ``key`` the key as text (``key_bytes`` raw);
+    ``properties`` a dict of str; ``publish_time`` when it was appended;
+    ``event_time`` what the producer gave; ``redelivery_count`` how often it
+    was negatively acknowledged and delivered again to this consumer.
+    """
+
+    __slots__ = (
+        "batch_size",
+        "event_time",
+        "key_bytes",
+        "message_id",
+        "producer_id",
+        "properties",
+        "publish_time",
+        "redelivery_count",
+        "sequence",
+        "value",
+    )
+
+    def __init__(
+        self,
+        value: bytes,
+        key_bytes: bytes | None,
+        properties: dict[str, str],
+        message_id: MessageId,
+        publish_time: datetime,
+        event_time: datetime | None = None,
+        redelivery_count: int = 0,
+        producer_id: int | None = None,
+        sequence: int | None = None,
+        batch_size: int = 1,
+    ) -> None:
+        self.value = value
+        self.key_bytes = key_bytes
+        self.properties = properties
+        self.message_id = message_id
+        self.publish_time = publish_time
+        self.event_time = event_time
+        self.redelivery_count = redelivery_count
+        self.producer_id = producer_id
+        self.sequence = sequence
+        # How many messages share this message's entry (1 unless it was batched).
+        self.batch_size = batch_size
+
+    @property
+    def key(self) -> str | None:
+        return None if self.key_bytes is None else self.key_bytes.decode("utf-8", "replace")
+
+    @property
+    def topic(self) -> str:
+        return self.message_id.topic
+
+    @property
+    def partition(self) -> int:
+        return self.message_id.partition
+
+    @property
+    def offset(self) -> int:
+        return self.message_id.offset
+
+    def data(self) -> bytes:
+        """Pulsar's spelling of :attr:`value`."""
+        return self.value
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(id={self.message_id}, key={self.key!r}, value={self.value[:40]!r}"
+            f"{'...' if len(self.value) > 40 else ''}, redelivery_count={self.redelivery_count})"
+        )
+
+
+def encode_payload(value: object, encoding: str = "utf-8") -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode(encoding)
+    raise InvalidArgumentError(
+        f"a payload must be bytes or str, not {type(value).__name__}; serialise it first "
+        "(e.g. json.dumps(obj).encode())"
+    )
+
+
+def encode_key(key: object) -> bytes | None:
+    if key is None:
+        return None
+    if isinstance(key, bytes):
+        return key
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    raise InvalidArgumentError(f"a key must be str or bytes, not {type(key).__name__}")
+
+
+def encode_properties(properties: object) -> str | None:
+    """Properties as JSON text, or None when empty."""
+    if properties is None:
+        return None
+    if not isinstance(properties, dict):
+        raise InvalidArgumentError(
+            f"properties must be a dict[str, str], not {type(properties).__name__}"
+        )
+    for name, value in properties.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"properties must map str to str; got {name!r}: {value!r} — convert values "
+                "with str() first"
+            )
+    return json.dumps(properties, separators=(",", ":")) if properties else None
+
+
+def check_event_time(event_time: object) -> datetime | None:
+    if event_time is None:
+        return None
+    if isinstance(event_time, bool) or not isinstance(event_time, datetime | int | float):
+        raise InvalidArgumentError(
+            "event_time must be a datetime or seconds since the epoch, "
+            f"not {type(event_time).__name__}"
+        )
+    if isinstance(event_time, datetime):
+        if event_time.tzinfo is None:
+            raise InvalidArgumentError(
+                "event_time must be timezone-aware (e.g. datetime.now(timezone.utc))"
+            )
+        return event_time
+    return datetime.fromtimestamp(float(event_time), tz=UTC)
+
+
+def decode_properties(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    return dict(json.loads(raw))

@@ -1,0 +1,125 @@
+"""Schema migrations: Alembic revisions in ``migrations/`` are the only way the
+schema changes. ``txnq migrate`` calls :func:`upgrade`; :class:`txnq.Client`
+calls :func:`check_schema` and refuses a database whose schema is behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection
+
+from txnq.errors import SchemaOutdatedError
+from txnq.settings import Settings
+from txnq.storage import create_engine_for, sqlalchemy_url
+
+PUBLISH_CONFIG = """
+UPDATE txnq.config
+   SET ledger_max_entries = %(ledger_max_entries)s,
+       ledger_max_bytes = %(ledger_max_bytes)s,
+       ledger_min_rollover_seconds = %(ledger_min_rollover_seconds)s,
+       ledger_max_rollover_seconds = %(ledger_max_rollover_seconds)s,
+       entry_log_max_bytes = %(entry_log_max_bytes)s,
+       entry_log_max_age_seconds = %(entry_log_max_age_seconds)s,
+       updated_at = now()
+"""
+
+
+def sql_text(relative_path: str) -> str:
+    """The text of a file under ``sql/`` (shipped in the package as ``txnq.sql``)."""
+    return resources.files("txnq.sql").joinpath(relative_path).read_text(encoding="utf-8")
+
+
+def apply_sql_files(bind: Connection, relative_paths: Iterable[str]) -> None:
+    """Run ``sql/`` files on the migration's connection.
+
+    They go to psycopg directly and without parameters, so ``%`` in
+    ``format()`` calls and ``:`` in casts reach PostgreSQL untouched.
+    """
+    driver_connection: Any = bind.connection.driver_connection
+    for path in relative_paths:
+        driver_connection.execute(sql_text(path))
+
+
+def alembic_config(dsn: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("txnq.migrations")))
+    config.set_main_option("sqlalchemy.url", sqlalchemy_url(dsn).render_as_string(False))
+    return config
+
+
+def head_revision() -> str:
+    script = ScriptDirectory.from_config(alembic_config("postgresql://localhost/unused"))
+    head = script.get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    context = MigrationContext.configure(connection, opts={"version_table_schema": "txnq"})
+    return context.get_current_revision()
+
+
+def upgrade(dsn: str, revision: str = "head", settings: Settings | None = None) -> str:
+    """Migrate the database to ``revision`` and publish the server-side settings.
+
+    Returns the revision the database is at afterwards.
+    """
+    engine = create_engine_for(dsn, pool_size=1)
+    try:
+        with engine.connect() as connection:
+            config = alembic_config(dsn)
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+            if settings is not None:
+                publish_settings(connection, settings)
+            connection.commit()
+            now = current_revision(connection)
+    finally:
+        engine.dispose()
+    return now or "base"
+
+
+def publish_settings(connection: Connection, settings: Settings) -> None:
+    """Write the settings the SQL functions act on (ledger and entry-log rollover)."""
+    driver_connection: Any = connection.connection.driver_connection
+    driver_connection.execute(
+        PUBLISH_CONFIG,
+        {
+            "ledger_max_entries": settings.ledger_max_entries,
+            "ledger_max_bytes": settings.ledger_max_bytes,
+            "ledger_min_rollover_seconds": settings.ledger_min_rollover_seconds,
+            "ledger_max_rollover_seconds": settings.ledger_max_rollover_seconds,
+            "entry_log_max_bytes": settings.entry_log_max_bytes,
+            "entry_log_max_age_seconds": settings.entry_log_max_age_seconds,
+        },
+    )
+
+
+def check_schema(connection: Connection) -> str:
+    """Raise :class:`SchemaOutdatedError` unless the database is at the head revision."""
+    found = current_revision(connection)
+    expected = head_revision()
+    if found == expected:
+        return found
+    script = ScriptDirectory.from_config(alembic_config("postgresql://localhost/unused"))
+    if found is not None and found not in {rev.revision for rev in script.walk_revisions()}:
+        # A revision this library does not know is a newer schema. Data-path
+        # functions are versioned (append_v1 stays when append_v2 arrives), so an
+        # older client keeps working during a rolling upgrade.
+        return found
+    if found is None:
+        raise SchemaOutdatedError(
+            "this database has no txnq schema yet: run `txnq migrate --dsn <dsn>` "
+            "(or `txnq.migrate.upgrade(dsn)`) first"
+        )
+    raise SchemaOutdatedError(
+        f"the txnq schema is at revision {found}, this library needs {expected}: "
+        "run `txnq migrate` to upgrade it"
+    )

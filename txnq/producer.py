@@ -1,0 +1,469 @@
+"""The producer: routes messages to partitions, batches them in a client-side
+pending queue (one batch per partition becomes one entry), and appends each
+batch with one call of ``txnq.append_v1``.
+
+Idempotent by default, as Kafka's producer: the producer has an id and an
+epoch, and numbers the messages of each partition in sequence. A batch whose
+outcome is unknown (the connection broke) is retried with the same sequence
+numbers, and the server returns the original offsets instead of writing it
+twice. A newer producer with the same name fences this one (its next write
+raises ProducerFencedError); a reconnecting named producer continues its
+sequences.
+
+Routing (stable, documented for other languages): a message with a key goes to
+partition ``zlib.crc32(key_bytes) % partitions`` (CRC-32/IEEE of the UTF-8
+key); messages without a key go round-robin, one batch per partition at a time
+(as Pulsar's batching-aware round robin), unless ``partition=`` is given.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from concurrent.futures import Future
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from txnq import errors
+from txnq.durations import Duration, Size, parse_duration, parse_size
+from txnq.messages import (
+    MessageId,
+    check_event_time,
+    encode_key,
+    encode_payload,
+    encode_properties,
+)
+from txnq.names import validate_name
+from txnq.queries import QUERIES
+from txnq.storage import translate
+
+if TYPE_CHECKING:
+    from txnq.client import Client
+
+ROUTING_MODES = ("key_hash", "round_robin")
+SendCallback = Callable[[BaseException | None, MessageId | None], None]
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """The partition of a key: CRC-32 of its bytes modulo the partition count."""
+    return zlib.crc32(key) % partitions
+
+
+class _Batch:
+    """Messages for one partition that will become one entry."""
+
+    __slots__ = (
+        "bytes",
+        "callbacks",
+        "event_times",
+        "future",
+        "keys",
+        "opened",
+        "payloads",
+        "properties",
+    )
+
+    def __init__(self) -> None:
+        self.payloads: list[bytes] = []
+        self.keys: list[bytes | None] = []
+        self.properties: list[str | None] = []
+        self.event_times: list[datetime | None] = []
+        self.callbacks: list[tuple[int, SendCallback]] = []
+        self.bytes = 0
+        self.opened = time.monotonic()
+        self.future: Future[int] = Future()  # resolves to the entry offset
+
+
+class PendingSend:
+    """What ``send_async`` returns: ``result()`` gives the MessageId once written."""
+
+    __slots__ = ("_batch", "_index", "_partition", "_topic")
+
+    def __init__(self, topic: str, partition: int, batch: _Batch, index: int) -> None:
+        self._topic = topic
+        self._partition = partition
+        self._batch = batch
+        self._index = index
+
+    def result(self, timeout: float | None = None) -> MessageId:
+        try:
+            offset = self._batch.future.result(timeout)
+        except TimeoutError:
+            raise errors.TimeoutError(
+                f"message not written within {timeout}s; call producer.flush() or wait longer"
+            ) from None
+        return MessageId(self._topic, self._partition, offset, self._index)
+
+    def done(self) -> bool:
+        return self._batch.future.done()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._batch.future.exception(timeout)
+
+
+class Producer:
+    """Sends messages to one topic. Create with ``client.producer(topic, name=...)``.
+
+    Options: ``batching_max_messages`` (1000), ``batching_max_bytes`` ("128KiB"),
+    ``batching_max_delay`` ("5ms"; how long a batch waits to fill),
+    ``max_pending_messages`` (100000; ``send_async`` blocks when reached, up to
+    ``send_timeout``), ``send_timeout`` ("30s"; how long a batch is retried while
+    PostgreSQL is unreachable), ``routing_mode`` ("key_hash" or "round_robin"),
+    ``encoding`` (for ``str`` payloads, "utf-8").
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        topic: str,
+        name: str | None = None,
+        *,
+        batching_max_messages: int = 1000,
+        batching_max_bytes: Size = 128 * 1024,
+        batching_max_delay: Duration = "5ms",
+        max_pending_messages: int = 100_000,
+        send_timeout: Duration = "30s",
+        routing_mode: str = "key_hash",
+        encoding: str = "utf-8",
+    ) -> None:
+        self._client = client
+        self._topic = client.admin.get_topic(topic)
+        self.topic = self._topic.name
+        self.name = validate_name(
+            name if name is not None else f"producer-{uuid.uuid4().hex[:16]}", "producer"
+        )
+        for label, value in (
+            ("batching_max_messages", batching_max_messages),
+            ("max_pending_messages", max_pending_messages),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise errors.InvalidArgumentError(f"{label} must be a positive int, got {value!r}")
+        if routing_mode not in ROUTING_MODES:
+            raise errors.InvalidArgumentError(
+                f"routing_mode must be one of {ROUTING_MODES}, not {routing_mode!r}"
+            )
+        try:
+            "".encode(encoding)
+        except (LookupError, TypeError):
+            raise errors.InvalidArgumentError(f"unknown encoding {encoding!r}") from None
+        self._max_messages = batching_max_messages
+        self._max_bytes = max(1, parse_size(batching_max_bytes, what="batching_max_bytes"))
+        self._max_delay = parse_duration(batching_max_delay, what="batching_max_delay")
+        self._max_pending = max_pending_messages
+        self._send_timeout = parse_duration(send_timeout, what="send_timeout", allow_zero=False)
+        self._routing_mode = routing_mode
+        self._encoding = encoding
+        self._partitions = self._topic.partitions
+        self._round_robin = 0
+
+        self._proxy: Any = client.checkout()
+        self._io_lock = threading.Lock()  # one append at a time on the connection, in order
+        self._cond = threading.Condition()  # guards the pending batches
+        self._batches: dict[int, _Batch] = {}
+        self._pending = 0
+        self._last_futures: dict[int, Future[int]] = {}
+        self._closed = False
+        self._failure: errors.TxnqError | None = None
+        self._next_sequence: dict[int, int] = {}
+        self._register()
+        self._flusher = threading.Thread(
+            target=self._flush_loop, name=f"txnq-producer-{self.name}", daemon=True
+        )
+        self._flusher.start()
+
+    # -- public API ---------------------------------------------------------
+
+    @property
+    def producer_id(self) -> int:
+        return self._producer_id
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def send(
+        self,
+        value: object,
+        *,
+        key: str | bytes | None = None,
+        properties: dict[str, str] | None = None,
+        event_time: datetime | float | None = None,
+        partition: int | None = None,
+    ) -> MessageId:
+        """Send one message and wait until it is written; returns its MessageId.
+
+        Messages queued by ``send_async`` for the same partition go in the same
+        entry, ahead of this one.
+        """
+        pending = self.send_async(
+            value, key=key, properties=properties, event_time=event_time, partition=partition
+        )
+        self._flush_partition(pending._partition)
+        return pending.result(self._send_timeout)
+
+    def send_async(
+        self,
+        value: object,
+        *,
+        key: str | bytes | None = None,
+        properties: dict[str, str] | None = None,
+        event_time: datetime | float | None = None,
+        partition: int | None = None,
+        callback: SendCallback | None = None,
+    ) -> PendingSend:
+        """Queue one message; it is written within ``batching_max_delay`` or when
+        its batch is full. ``callback(exception, message_id)`` runs once written."""
+        payload = encode_payload(value, self._encoding)
+        if len(payload) > self._topic.max_message_bytes:
+            raise errors.MessageTooLargeError(
+                f"a payload of {len(payload)} bytes is larger than topic {self.topic!r}'s max "
+                f"message size of {self._topic.max_message_bytes} bytes: split it, or raise the "
+                "topic's max_message_bytes"
+            )
+        key_bytes = encode_key(key)
+        props = encode_properties(properties)
+        when = check_event_time(event_time)
+        if callback is not None and not callable(callback):
+            raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
+        deadline = time.monotonic() + self._send_timeout
+        with self._cond:
+            self._check_usable()
+            target = self._route(key_bytes, partition)
+            while self._pending >= self._max_pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.TimeoutError(
+                        f"the producer's pending queue is full ({self._max_pending} messages) "
+                        "and did not drain in time: PostgreSQL may be unreachable"
+                    )
+                self._cond.wait(remaining)
+                self._check_usable()
+            batch = self._batches.get(target)
+            if batch is None:
+                batch = self._batches[target] = _Batch()
+            index = len(batch.payloads)
+            batch.payloads.append(payload)
+            batch.keys.append(key_bytes)
+            batch.properties.append(props)
+            batch.event_times.append(when)
+            batch.bytes += len(payload)
+            if callback is not None:
+                batch.callbacks.append((index, callback))
+            self._pending += 1
+            if index + 1 >= self._max_messages or batch.bytes >= self._max_bytes:
+                self._cond.notify_all()  # the flusher sends full batches at once
+            elif index == 0:
+                self._cond.notify_all()  # a new batch: the flusher starts its delay clock
+        return PendingSend(self.topic, target, batch, index)
+
+    def flush(self) -> None:
+        """Write every queued message and wait until all sent so far are written."""
+        self._check_usable()
+        for partition in range(self._partitions):
+            self._flush_partition(partition)
+        with self._cond:
+            futures = list(self._last_futures.values())
+        for future in futures:
+            future.exception(self._send_timeout)
+        self._check_usable()
+
+    def close(self) -> None:
+        """Flush and release the connection. Safe to call twice."""
+        if self._closed:
+            return
+        try:
+            if self._failure is None:
+                self.flush()
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            self._flusher.join(timeout=5)
+            with self._io_lock:
+                self._proxy.close()
+            self._client._forget(self)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ----------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if self._closed:
+            raise errors.ClosedError(f"producer {self.name!r} is closed")
+
+    def _route(self, key: bytes | None, partition: int | None) -> int:
+        if partition is not None:
+            if isinstance(partition, bool) or not isinstance(partition, int):
+                raise errors.InvalidArgumentError(
+                    f"partition must be an int, not {type(partition).__name__}"
+                )
+            if not 0 <= partition < self._partitions:
+                raise errors.InvalidArgumentError(
+                    f"topic {self.topic!r} has partitions 0..{self._partitions - 1}, "
+                    f"not {partition}"
+                )
+            return partition
+        if key is not None and self._routing_mode == "key_hash":
+            return partition_for_key(key, self._partitions)
+        return self._round_robin
+
+    def _register(self) -> None:
+        conn: psycopg.Connection[Any] = self._proxy.driver_connection
+        try:
+            rows = conn.execute(
+                QUERIES["register_producer"], {"topic_id": self._topic.topic_id, "name": self.name}
+            ).fetchall()
+        except psycopg.Error as exc:
+            mapped = translate(exc)
+            if mapped is None:
+                raise
+            raise mapped from None
+        self._producer_id = rows[0][0]
+        self._epoch = rows[0][1]
+        self._next_sequence = {row[2]: row[3] + 1 for row in rows}
+
+    def _flush_loop(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                ready, wait = self._ready_partitions()
+                if not ready:
+                    self._cond.wait(wait)
+                    continue
+            for partition in ready:
+                self._flush_partition(partition)
+
+    def _ready_partitions(self) -> tuple[list[int], float | None]:
+        now = time.monotonic()
+        ready: list[int] = []
+        wait: float | None = None
+        for partition, batch in self._batches.items():
+            due = batch.opened + self._max_delay
+            full = len(batch.payloads) >= self._max_messages or batch.bytes >= self._max_bytes
+            if full or due <= now:
+                ready.append(partition)
+            else:
+                wait = due - now if wait is None else min(wait, due - now)
+        return ready, wait
+
+    def _flush_partition(self, partition: int) -> None:
+        with self._io_lock:
+            with self._cond:
+                batch = self._batches.pop(partition, None)
+                if batch is None:
+                    return
+                if partition == self._round_robin:
+                    self._round_robin = (self._round_robin + 1) % self._partitions
+                self._last_futures[partition] = batch.future
+            try:
+                self._write(partition, batch)
+            finally:
+                with self._cond:
+                    self._pending -= len(batch.payloads)
+                    self._cond.notify_all()
+        self._run_callbacks(partition, batch)
+
+    def _write(self, partition: int, batch: _Batch) -> None:
+        if self._failure is not None:
+            batch.future.set_exception(self._failure)
+            return
+        first_sequence = self._next_sequence.get(partition, 0)
+        params = {
+            "topic_id": self._topic.topic_id,
+            "partition": partition,
+            "producer_id": self._producer_id,
+            "epoch": self._epoch,
+            "first_sequence": first_sequence,
+            "payloads": batch.payloads,
+            "keys": batch.keys if any(k is not None for k in batch.keys) else None,
+            "properties": batch.properties if any(batch.properties) else None,
+            "event_times": batch.event_times if any(batch.event_times) else None,
+        }
+        deadline = time.monotonic() + self._send_timeout
+        delay = 0.05
+        while True:
+            try:
+                conn: psycopg.Connection[Any] = self._proxy.driver_connection
+                row = conn.execute(QUERIES["append"], params).fetchone()
+                break
+            except psycopg.OperationalError as exc:
+                # The outcome is unknown: reconnect and retry the same sequence
+                # numbers; the server recognises a batch it has already written.
+                if time.monotonic() + delay > deadline:
+                    self._failure = errors.TimeoutError(
+                        f"could not write to PostgreSQL for {self._send_timeout}s ({exc}); the "
+                        "last batch may or may not be written: create a new producer to go on"
+                    )
+                    batch.future.set_exception(self._failure)
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                self._reconnect()
+            except psycopg.Error as exc:
+                mapped = translate(exc) or errors.TxnqError(f"append failed: {exc}")
+                if isinstance(mapped, errors.ProducerFencedError):
+                    self._failure = mapped
+                batch.future.set_exception(mapped)
+                return
+        assert row is not None
+        offset, _publish_time, _duplicate, roll_entry_log = row
+        self._next_sequence[partition] = first_sequence + len(batch.payloads)
+        # A duplicate older than the five remembered batches has no known offset.
+        batch.future.set_result(-1 if offset is None else offset)
+        if roll_entry_log:
+            self._roll_entry_log()
+
+    def _reconnect(self) -> None:
+        try:
+            self._proxy.invalidate()
+        except Exception:
+            pass
+        try:
+            self._proxy = self._client.checkout()
+        except Exception:
+            self._proxy = _Disconnected()
+
+    def _roll_entry_log(self) -> None:
+        try:
+            self._proxy.driver_connection.execute(QUERIES["roll_entry_log"], {"force": False})
+        except psycopg.Error:
+            pass  # a hint only: workers roll the entry log too
+
+    def _run_callbacks(self, partition: int, batch: _Batch) -> None:
+        if not batch.callbacks:
+            return
+        exc = batch.future.exception()
+        for index, callback in batch.callbacks:
+            message_id = (
+                None if exc else MessageId(self.topic, partition, batch.future.result(), index)
+            )
+            try:
+                callback(exc, message_id)
+            except Exception:
+                pass
+
+
+class _Disconnected:
+    """Stands in for a connection while PostgreSQL cannot be reached."""
+
+    @property
+    def driver_connection(self) -> Any:
+        raise psycopg.OperationalError("not connected")
+
+    def invalidate(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

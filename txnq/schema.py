@@ -1,0 +1,196 @@
+"""The txnq schema described with SQLAlchemy Core: Alembic's target metadata.
+
+The DDL itself lives in ``sql/schema/*.sql`` and is applied by the Alembic
+revisions; ``tests/test_migrations.py`` diffs a migrated database against
+this metadata, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Double,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
+
+SCHEMA = "txnq"
+metadata = MetaData(schema=SCHEMA)
+TZ = TIMESTAMP(timezone=True)
+
+
+def _key(*names: str) -> list[Column[int]]:
+    kinds = {"topic_id": Integer, "partition": Integer}
+    return [Column(name, kinds.get(name, BigInteger), primary_key=True) for name in names]
+
+
+config = Table(
+    "config",
+    metadata,
+    Column("singleton", Boolean, primary_key=True),
+    Column("active_entry_log_id", Integer, nullable=False),
+    Column("ledger_max_entries", BigInteger, nullable=False),
+    Column("ledger_max_bytes", BigInteger, nullable=False),
+    Column("ledger_min_rollover_seconds", Double, nullable=False),
+    Column("ledger_max_rollover_seconds", Double, nullable=False),
+    Column("entry_log_max_bytes", BigInteger, nullable=False),
+    Column("entry_log_max_age_seconds", Double, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+)
+
+topics = Table(
+    "topics",
+    metadata,
+    Column("topic_id", Integer, Identity(always=True), primary_key=True),
+    Column("name", Text, nullable=False, unique=True),
+    Column("partitions", Integer, nullable=False),
+    Column("retention_seconds", Double, nullable=False),
+    Column("retention_bytes", BigInteger, nullable=False),
+    Column("ttl_seconds", Double),
+    Column("max_message_bytes", Integer, nullable=False),
+    Column("created_at", TZ, nullable=False),
+)
+
+partitions = Table(
+    "partitions",
+    metadata,
+    *_key("topic_id", "partition"),
+    Column("next_offset", BigInteger, nullable=False),
+    Column("max_read_offset", BigInteger, nullable=False),
+    Column("ledger_id", BigInteger, nullable=False),
+    Column("ledger_first_offset", BigInteger, nullable=False),
+    Column("ledger_bytes", BigInteger, nullable=False),
+    Column("ledger_opened_at", TZ, nullable=False),
+    Column("last_publish_time", TZ),
+    postgresql_with={"fillfactor": 50},
+)
+
+ledgers = Table(
+    "ledgers",
+    metadata,
+    *_key("topic_id", "partition", "ledger_id"),
+    Column("first_offset", BigInteger, nullable=False),
+    Column("last_offset", BigInteger),
+    Column("size_bytes", BigInteger),
+    Column("state", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("closed_at", TZ),
+    Column("deleted_at", TZ),
+    Column("metadata", JSONB, nullable=False),
+)
+
+entry_logs = Table(
+    "entry_logs",
+    metadata,
+    Column("entry_log_id", Integer, primary_key=True, autoincrement=False),
+    Column("table_name", Text, nullable=False, unique=True),
+    Column("state", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("sealed_at", TZ),
+    Column("dropped_at", TZ),
+)
+
+entries = Table(
+    "entries",
+    metadata,
+    *_key("topic_id", "partition", "entry_offset"),
+    Column("entry_log_id", Integer, primary_key=True, autoincrement=False),
+    Column("ledger_id", BigInteger, nullable=False),
+    Column("publish_time", TZ, nullable=False),
+    Column("producer_id", BigInteger),
+    Column("first_sequence", BigInteger),
+    Column("message_count", Integer, nullable=False),
+    Column("payload_bytes", BigInteger, nullable=False),
+    Column("payloads", ARRAY(LargeBinary), nullable=False),
+    Column("keys", ARRAY(LargeBinary)),
+    Column("properties", ARRAY(JSONB)),
+    Column("event_times", ARRAY(TZ)),
+    Column("txn_tc", Integer),
+    Column("txn_seq", BigInteger),
+    Column("marker", SmallInteger),
+    Index("entries_publish_time_brin", "publish_time", postgresql_using="brin"),
+    postgresql_partition_by="LIST (entry_log_id)",
+)
+
+subscriptions = Table(
+    "subscriptions",
+    metadata,
+    Column("subscription_id", BigInteger, Identity(always=True), primary_key=True),
+    Column("topic_id", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("subscription_type", Text, nullable=False),
+    Column("isolation", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    UniqueConstraint("topic_id", "name"),
+)
+
+cursors = Table(
+    "cursors",
+    metadata,
+    *_key("topic_id", "partition", "subscription_id"),
+    Column("mark_delete_offset", BigInteger, nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+    postgresql_with={"fillfactor": 50},
+)
+
+individual_acks = Table(
+    "individual_acks",
+    metadata,
+    *_key("topic_id", "partition", "subscription_id", "entry_offset"),
+    Column("batch_size", Integer, nullable=False),
+    Column("acked_batch_indexes", ARRAY(Integer)),
+)
+
+consumers = Table(
+    "consumers",
+    metadata,
+    Column("consumer_id", BigInteger, Identity(always=True), primary_key=True),
+    Column("subscription_id", BigInteger, nullable=False, index=True),
+    Column("topic_id", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("connected_at", TZ, nullable=False),
+    Column("lease_expires_at", TZ, nullable=False),
+    postgresql_with={"fillfactor": 50},
+)
+
+consumer_waiters = Table(
+    "consumer_waiters",
+    metadata,
+    *_key("topic_id", "partition", "consumer_id"),
+    Column("since", TZ, nullable=False),
+)
+
+producers = Table(
+    "producers",
+    metadata,
+    Column("producer_id", BigInteger, Identity(always=True), primary_key=True),
+    Column("topic_id", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("epoch", Integer, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("last_seen_at", TZ, nullable=False),
+    UniqueConstraint("topic_id", "name"),
+)
+
+producer_sequences = Table(
+    "producer_sequences",
+    metadata,
+    *_key("topic_id", "partition", "producer_id"),
+    Column("last_sequence", BigInteger, nullable=False),
+    Column("recent_first_sequences", ARRAY(BigInteger), nullable=False),
+    Column("recent_offsets", ARRAY(BigInteger), nullable=False),
+    Column("recent_counts", ARRAY(Integer), nullable=False),
+    postgresql_with={"fillfactor": 50},
+)

@@ -1,0 +1,139 @@
+"""Settings: every name has an environment variable ``TXNQ_<NAME>``, a key in the
+config file and, where it matters, a CLI flag. The names are part of the
+contract (DESIGN.md, "Settings").
+
+Precedence, highest first: explicit keyword arguments (CLI flags), environment
+variables, the config file (``TXNQ_CONFIG`` or ``./txnq.toml``; keys are the
+names in lower case, e.g. ``tc_count = 16``), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from txnq.durations import parse_duration, parse_size
+from txnq.errors import ConfigurationError, InvalidArgumentError
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings of one process. Field names are the lower-case setting names."""
+
+    dsn: str | None = None
+    home: str = ".txnq"
+    tc_count: int = 16
+    txn_default_timeout: float = 60.0
+    txn_max_timeout: float = 900.0
+    max_message_bytes: int = 5 * MiB
+    ledger_max_entries: int = 50_000
+    ledger_max_bytes: int = 2 * GiB
+    ledger_min_rollover_seconds: float = 600.0
+    ledger_max_rollover_seconds: float = 14_400.0
+    entry_log_max_bytes: int = GiB
+    entry_log_max_age_seconds: float = 86_400.0
+    gc_minor_threshold: float = 0.2
+    gc_major_threshold: float = 0.8
+    gc_minor_interval_seconds: float = 3600.0
+    gc_major_interval_seconds: float = 86_400.0
+    retention_check_interval_seconds: float = 120.0
+    ttl_check_interval_seconds: float = 300.0
+    # Consumer liveness: a consumer that has not renewed its lease for this long
+    # is gone, and failover hands its partitions to the next consumer.
+    consumer_lease_seconds: float = 10.0
+    # Polling fallback when LISTEN/NOTIFY is unavailable (e.g. behind PgBouncer).
+    poll_interval_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.gc_minor_threshold < self.gc_major_threshold <= 1:
+            raise ConfigurationError(
+                "GC thresholds must satisfy 0 <= GC_MINOR_THRESHOLD < GC_MAJOR_THRESHOLD <= 1, "
+                f"got minor={self.gc_minor_threshold} major={self.gc_major_threshold}"
+            )
+        if self.txn_default_timeout > self.txn_max_timeout:
+            raise ConfigurationError(
+                f"TXN_DEFAULT_TIMEOUT ({self.txn_default_timeout}s) is above TXN_MAX_TIMEOUT "
+                f"({self.txn_max_timeout}s): lower the default or raise the maximum"
+            )
+        if self.ledger_min_rollover_seconds > self.ledger_max_rollover_seconds:
+            raise ConfigurationError(
+                "LEDGER_MIN_ROLLOVER_SECONDS must not exceed LEDGER_MAX_ROLLOVER_SECONDS"
+            )
+        for name in ("tc_count", "ledger_max_entries", "max_message_bytes"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name.upper()} must be at least 1")
+
+    def replace(self, **changes: Any) -> Settings:
+        return load_settings(base=self, **changes)
+
+
+_BYTE_SETTINGS = {"max_message_bytes", "ledger_max_bytes", "entry_log_max_bytes"}
+_SECOND_SETTINGS = {
+    f.name for f in fields(Settings) if f.type in ("float", float) and "threshold" not in f.name
+}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind = {f.name: f.type for f in fields(Settings)}[name]
+    where = f"setting {name.upper()} (env TXNQ_{name.upper()})"
+    try:
+        if value is None:
+            return None
+        if name in _BYTE_SETTINGS:
+            return parse_size(value, what=where)
+        if name in _SECOND_SETTINGS:
+            return parse_duration(value, what=where)
+        if kind in ("int", int):
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return int(value)
+        if kind in ("float", float):
+            return float(value)
+        return str(value)
+    except (ValueError, InvalidArgumentError) as exc:
+        raise ConfigurationError(f"{where} has an unusable value {value!r}: {exc}") from None
+
+
+def _config_file_values() -> dict[str, Any]:
+    explicit = os.environ.get("TXNQ_CONFIG")
+    path = Path(explicit) if explicit else Path("txnq.toml")
+    if not path.exists():
+        if explicit:
+            raise ConfigurationError(f"TXNQ_CONFIG names {path}, which does not exist")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"config file {path} is not valid TOML: {exc}") from None
+    section = data.get("txnq", data)
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise ConfigurationError(
+            f"config file {path} has unknown keys {unknown}; known keys: {sorted(known)}"
+        )
+    return dict(section)
+
+
+def load_settings(base: Settings | None = None, **overrides: Any) -> Settings:
+    """Resolve settings from overrides, environment, config file and defaults."""
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigurationError(f"unknown settings {unknown}; known: {sorted(known)}")
+    values: dict[str, Any] = dataclasses.asdict(base) if base else {}
+    if base is None:
+        values.update(_config_file_values())
+        for name in known:
+            env = os.environ.get(f"TXNQ_{name.upper()}")
+            if env is not None and env != "":
+                values[name] = env
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**{k: _coerce(k, v) for k, v in values.items()})

@@ -1,0 +1,115 @@
+"""Storage: the engine and connections to PostgreSQL, and how its errors
+become txnq errors.
+
+SQLAlchemy owns the engine and its pool (DESIGN.md); the data path uses the
+psycopg connection underneath directly (binary parameters, automatic prepared
+statements, pipelines, LISTEN/NOTIFY). Connections are in autocommit mode: one
+data-path call is one statement is one round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from sqlalchemy import URL, Engine, create_engine, make_url
+
+from txnq import errors
+
+# SQLSTATEs raised by the txnq SQL functions (class "TQ"), mapped to the error
+# a Python caller sees. The SQL function headers list which one each raises.
+SQLSTATE_ERRORS: dict[str, type[errors.TxnqError]] = {
+    "TQ001": errors.TopicNotFoundError,
+    "TQ002": errors.ProducerFencedError,
+    "TQ003": errors.OutOfOrderSequenceError,
+    "TQ004": errors.MessageTooLargeError,
+    "TQ005": errors.InvalidArgumentError,
+    "TQ006": errors.SubscriptionNotFoundError,
+    "TQ007": errors.ConsumerBusyError,
+    "TQ008": errors.SubscriptionTypeMismatchError,
+    "TQ009": errors.ConsumerExpiredError,
+    "TQ010": errors.TopicExistsError,
+    "TQ011": errors.TopicBusyError,
+}
+
+
+def sqlalchemy_url(dsn: str) -> URL:
+    """A SQLAlchemy URL (psycopg 3 driver) for a libpq URL or keyword DSN."""
+    if dsn.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        url = make_url(dsn.replace("postgres://", "postgresql://", 1))
+        return url.set(drivername="postgresql+psycopg")
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise errors.ConfigurationError(
+            f"DSN is neither a postgresql:// URL nor a libpq keyword string: {exc}"
+        ) from None
+    port = params.pop("port", None)
+    return URL.create(
+        "postgresql+psycopg",
+        username=params.pop("user", None),
+        password=params.pop("password", None),
+        host=params.pop("host", None),
+        port=int(port) if port else None,
+        database=params.pop("dbname", None),
+        query={k: str(v) for k, v in params.items()},
+    )
+
+
+def libpq_dsn(dsn: str) -> str:
+    """The DSN as libpq understands it (SQLAlchemy driver prefixes removed)."""
+    return sqlalchemy_url(dsn).set(drivername="postgresql").render_as_string(False)
+
+
+def create_engine_for(dsn: str, *, pool_size: int = 5, application_name: str = "txnq") -> Engine:
+    url = sqlalchemy_url(dsn)
+    if "application_name" not in url.query:
+        url = url.update_query_dict({"application_name": application_name})
+    return create_engine(
+        url,
+        isolation_level="AUTOCOMMIT",
+        pool_size=pool_size,
+        max_overflow=pool_size * 4,
+        pool_pre_ping=False,
+        pool_recycle=3600,
+    )
+
+
+def connect(dsn: str, *, application_name: str = "txnq") -> psycopg.Connection[Any]:
+    """A dedicated autocommit connection, for a producer, consumer or listener."""
+    try:
+        return psycopg.connect(
+            libpq_dsn(dsn), autocommit=True, application_name=application_name, connect_timeout=10
+        )
+    except psycopg.OperationalError as exc:
+        raise errors.ServerUnavailableError(
+            f"cannot connect to PostgreSQL: {exc}".strip()
+            + " — check TXNQ_DSN / --dsn and that the server is running"
+        ) from exc
+
+
+def translate(exc: psycopg.Error) -> errors.TxnqError | None:
+    """The txnq error for a PostgreSQL error raised by a txnq function, else None."""
+    diag = exc.diag
+    kind = SQLSTATE_ERRORS.get(exc.sqlstate or "")
+    if kind is None:
+        return None
+    message = diag.message_primary or str(exc)
+    if diag.message_hint:
+        message = f"{message} ({diag.message_hint})"
+    return kind(message)
+
+
+@contextmanager
+def translated_errors() -> Iterator[None]:
+    """Re-raise PostgreSQL errors of txnq functions as their txnq errors."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        mapped = translate(exc)
+        if mapped is None:
+            raise
+        raise mapped from None
