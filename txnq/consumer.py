@@ -288,6 +288,7 @@ class Consumer:
         offsets: list[int],
         indexes: list[int],
         sizes: list[int],
+        cumulative_batch: tuple[int | None, int | None] = (None, None),
     ) -> None:
         self._check_usable()
         mark_delete = self._ack_call(
@@ -300,6 +301,8 @@ class Consumer:
                 "offsets": offsets,
                 "batch_indexes": indexes,
                 "batch_sizes": sizes,
+                "cumulative_batch_index": cumulative_batch[0],
+                "cumulative_batch_size": cumulative_batch[1],
             },
         )
         with self._cond:

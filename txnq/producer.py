@@ -164,7 +164,8 @@ class Producer:
         self._proxy: Any = client.checkout()
         self._io_lock = threading.Lock()  # one append at a time on the connection, in order
         self._cond = threading.Condition()  # guards the pending batches
-        self._batches: dict[int, _Batch] = {}
+        self._batches: dict[int, _Batch] = {}  # the open batch per partition
+        self._sealed: dict[int, list[_Batch]] = {}  # full batches waiting, oldest first
         self._pending = 0
         self._last_futures: dict[int, Future[int]] = {}
         self._closed = False
@@ -200,9 +201,25 @@ class Producer:
         Messages queued by ``send_async`` for the same partition go in the same
         entry, ahead of this one.
         """
-        pending = self.send_async(
-            value, key=key, properties=properties, event_time=event_time, partition=partition
-        )
+        payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        with self._io_lock:
+            with self._cond:
+                self._check_usable()
+                target = self._route(key_bytes, partition)
+                direct = target not in self._batches and not self._sealed.get(target)
+                if direct and partition is None and key_bytes is None:
+                    self._round_robin = (self._round_robin + 1) % self._partitions
+            if direct:
+                # Nothing queued for this partition: write this message as its own
+                # entry now. Holding the I/O lock keeps the partition's order.
+                batch = _Batch()
+                batch.payloads.append(payload)
+                batch.keys.append(key_bytes)
+                batch.properties.append(props)
+                batch.event_times.append(when)
+                self._write(target, batch)
+                return PendingSend(self.topic, target, batch, 0).result(self._send_timeout)
+        pending = self._enqueue(payload, key_bytes, props, when, partition, None)
         self._flush_partition(pending._partition)
         return pending.result(self._send_timeout)
 
@@ -218,6 +235,15 @@ class Producer:
     ) -> PendingSend:
         """Queue one message; it is written within ``batching_max_delay`` or when
         its batch is full. ``callback(exception, message_id)`` runs once written."""
+        if callback is not None and not callable(callback):
+            raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
+        payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        return self._enqueue(payload, key_bytes, props, when, partition, callback)
+
+    def _prepare(
+        self, value: object, key: object, properties: object, event_time: object
+    ) -> tuple[bytes, bytes | None, str | None, datetime | None]:
+        """Check and encode one message; raises before anything is queued."""
         payload = encode_payload(value, self._encoding)
         if len(payload) > self._topic.max_message_bytes:
             raise errors.MessageTooLargeError(
@@ -225,11 +251,17 @@ class Producer:
                 f"message size of {self._topic.max_message_bytes} bytes: split it, or raise the "
                 "topic's max_message_bytes"
             )
-        key_bytes = encode_key(key)
-        props = encode_properties(properties)
-        when = check_event_time(event_time)
-        if callback is not None and not callable(callback):
-            raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
+        return payload, encode_key(key), encode_properties(properties), check_event_time(event_time)
+
+    def _enqueue(
+        self,
+        payload: bytes,
+        key_bytes: bytes | None,
+        props: str | None,
+        when: datetime | None,
+        partition: int | None,
+        callback: SendCallback | None,
+    ) -> PendingSend:
         deadline = time.monotonic() + self._send_timeout
         with self._cond:
             self._check_usable()
@@ -244,7 +276,11 @@ class Producer:
                 self._cond.wait(remaining)
                 self._check_usable()
             batch = self._batches.get(target)
-            if batch is None:
+            if batch is None or self._is_full(batch, len(payload)):
+                if batch is not None:
+                    # Seal the full batch (it is written as its own entry) and open
+                    # a new one, as Kafka's record accumulator does.
+                    self._sealed.setdefault(target, []).append(batch)
                 batch = self._batches[target] = _Batch()
             index = len(batch.payloads)
             batch.payloads.append(payload)
@@ -255,10 +291,9 @@ class Producer:
             if callback is not None:
                 batch.callbacks.append((index, callback))
             self._pending += 1
-            if index + 1 >= self._max_messages or batch.bytes >= self._max_bytes:
-                self._cond.notify_all()  # the flusher sends full batches at once
-            elif index == 0:
-                self._cond.notify_all()  # a new batch: the flusher starts its delay clock
+            if index == 0 or self._is_full(batch, 0):
+                # A new batch starts the flusher's delay clock; a full one goes at once.
+                self._cond.notify_all()
         return PendingSend(self.topic, target, batch, index)
 
     def flush(self) -> None:
@@ -345,35 +380,45 @@ class Producer:
             for partition in ready:
                 self._flush_partition(partition)
 
+    def _is_full(self, batch: _Batch, incoming: int) -> bool:
+        count = len(batch.payloads)
+        return count >= self._max_messages or (count > 0 and batch.bytes + incoming > self._max_bytes)
+
     def _ready_partitions(self) -> tuple[list[int], float | None]:
         now = time.monotonic()
-        ready: list[int] = []
+        ready: list[int] = [p for p, sealed in self._sealed.items() if sealed]
         wait: float | None = None
         for partition, batch in self._batches.items():
+            if partition in ready:
+                continue
             due = batch.opened + self._max_delay
-            full = len(batch.payloads) >= self._max_messages or batch.bytes >= self._max_bytes
-            if full or due <= now:
+            if self._is_full(batch, 0) or due <= now:
                 ready.append(partition)
             else:
                 wait = due - now if wait is None else min(wait, due - now)
         return ready, wait
 
     def _flush_partition(self, partition: int) -> None:
+        """Write the partition's sealed batches and its open batch, in order."""
         with self._io_lock:
             with self._cond:
-                batch = self._batches.pop(partition, None)
-                if batch is None:
+                batches = self._sealed.pop(partition, [])
+                current = self._batches.pop(partition, None)
+                if current is not None:
+                    batches.append(current)
+                if not batches:
                     return
                 if partition == self._round_robin:
                     self._round_robin = (self._round_robin + 1) % self._partitions
-                self._last_futures[partition] = batch.future
-            try:
-                self._write(partition, batch)
-            finally:
-                with self._cond:
-                    self._pending -= len(batch.payloads)
-                    self._cond.notify_all()
-        self._run_callbacks(partition, batch)
+                self._last_futures[partition] = batches[-1].future
+            for batch in batches:
+                try:
+                    self._write(partition, batch)
+                finally:
+                    with self._cond:
+                        self._pending -= len(batch.payloads)
+                        self._cond.notify_all()
+                self._run_callbacks(partition, batch)
 
     def _write(self, partition: int, batch: _Batch) -> None:
         if self._failure is not None:

@@ -29,6 +29,7 @@ SQL_FILES = [
     "functions/add_partitions_v1.sql",
     "functions/create_topic_v1.sql",
     "functions/delete_topic_v1.sql",
+    "functions/find_duplicate_v1.sql",
     "functions/append_v1.sql",
     "functions/fetch_v1.sql",
     "functions/ack_v1.sql",

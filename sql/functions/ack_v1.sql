@@ -1,7 +1,10 @@
 -- txnq.ack_v1: acknowledge messages of one partition for a subscription.
 --
 -- Parameters: (topic_id, partition), subscription_id; cumulative_offset (every
---   entry at or below it is acknowledged; NULL for none); offsets[i],
+--   entry at or below it is acknowledged; NULL for none) and, when the
+--   cumulative ack ends inside a batch entry, cumulative_batch_index and
+--   cumulative_batch_size (messages 0..index of that entry are acknowledged,
+--   the entries before it as a whole); offsets[i],
 --   batch_indexes[i], batch_sizes[i]: individual acks, batch_index -1 meaning
 --   the whole entry, otherwise one message of a batch of batch_sizes[i].
 -- Returns the cursor's mark-delete offset after the call.
@@ -17,7 +20,9 @@ CREATE OR REPLACE FUNCTION txnq.ack_v1(
     p_cumulative_offset bigint,
     p_offsets bigint[] DEFAULT '{}',
     p_batch_indexes integer[] DEFAULT '{}',
-    p_batch_sizes integer[] DEFAULT '{}'
+    p_batch_sizes integer[] DEFAULT '{}',
+    p_cumulative_batch_index integer DEFAULT NULL,
+    p_cumulative_batch_size integer DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -26,6 +31,14 @@ DECLARE
     v_folded bigint;
     r record;
 BEGIN
+    IF p_cumulative_batch_index IS NOT NULL AND p_cumulative_batch_index < p_cumulative_batch_size - 1 THEN
+        -- A cumulative ack inside a batch: the entries before it as a whole, and
+        -- the batch's messages up to the index individually.
+        p_offsets := p_offsets || array_fill(p_cumulative_offset, ARRAY[p_cumulative_batch_index + 1]);
+        p_batch_indexes := p_batch_indexes || ARRAY(SELECT generate_series(0, p_cumulative_batch_index));
+        p_batch_sizes := p_batch_sizes || array_fill(p_cumulative_batch_size, ARRAY[p_cumulative_batch_index + 1]);
+        p_cumulative_offset := p_cumulative_offset - 1;
+    END IF;
     SELECT h.next_offset - 1 INTO v_high_watermark
       FROM txnq.partitions h WHERE h.topic_id = p_topic_id AND h.partition = p_partition;
     IF greatest(p_cumulative_offset, (SELECT max(o) FROM unnest(p_offsets) AS o)) > v_high_watermark THEN

@@ -8,9 +8,10 @@
 --   was written before: entry_offset is then the original offset, or NULL when
 --   the batch is older than the five batches remembered), roll_entry_log (a
 --   hint that the active entry log is full or old: call txnq.roll_entry_log_v1).
--- Locks: the producer_sequences row (serialises one producer on one partition),
---   then the partition head row (serialises appends, DESIGN invariant 1). Both
---   are held only until the calling statement's transaction commits.
+-- Locks: the partition head row (serialises appends, DESIGN invariant 1), then
+--   the producer's sequence row (its conditional update is the idempotence
+--   check). Both are held only until the calling statement's transaction
+--   commits. Lock order head row -> sequence row everywhere: no deadlock.
 -- Invariants: offsets are gapless and become visible in order (the head row
 --   and the entry commit together); a sequence is written at most once per
 --   partition and a gap is an error (invariant 6); a fenced epoch writes nothing.
@@ -25,22 +26,28 @@ CREATE OR REPLACE FUNCTION txnq.append_v1(
     p_payloads bytea[],
     p_keys bytea[] DEFAULT NULL,
     p_properties jsonb[] DEFAULT NULL,
-    p_event_times timestamptz[] DEFAULT NULL
-) RETURNS TABLE (entry_offset bigint, publish_time timestamptz, duplicate boolean, roll_entry_log boolean)
+    p_event_times timestamptz[] DEFAULT NULL,
+    OUT entry_offset bigint,
+    OUT publish_time timestamptz,
+    OUT duplicate boolean,
+    OUT roll_entry_log boolean
+)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_count integer := cardinality(p_payloads);
     v_max_message_bytes integer;
+    v_active_entry_log integer;
+    v_ledger_max_entries bigint;
+    v_ledger_max_bytes bigint;
+    v_ledger_min_rollover_seconds double precision;
+    v_ledger_max_rollover_seconds double precision;
     v_largest bigint;
     v_bytes bigint;
-    v_seq txnq.producer_sequences%ROWTYPE;
-    v_slot integer;
-    v_offset bigint;
-    v_now timestamptz;
+    v_last_sequence bigint;
     v_head txnq.partitions%ROWTYPE;
-    v_config txnq.config%ROWTYPE;
-    v_roll boolean := false;
 BEGIN
+    duplicate := false;
+    roll_entry_log := false;
     IF v_count IS NULL OR v_count = 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005', MESSAGE = 'append_v1: a batch needs at least one payload';
     END IF;
@@ -55,11 +62,20 @@ BEGIN
             MESSAGE = 'append_v1: producer_id and first_sequence go together';
     END IF;
 
-    SELECT t.max_message_bytes INTO v_max_message_bytes FROM txnq.topics t WHERE t.topic_id = p_topic_id;
+    SELECT t.max_message_bytes, c.active_entry_log_id, c.ledger_max_entries, c.ledger_max_bytes,
+           c.ledger_min_rollover_seconds, c.ledger_max_rollover_seconds
+      INTO v_max_message_bytes, v_active_entry_log, v_ledger_max_entries, v_ledger_max_bytes,
+           v_ledger_min_rollover_seconds, v_ledger_max_rollover_seconds
+      FROM txnq.topics t CROSS JOIN txnq.config c WHERE t.topic_id = p_topic_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ001', MESSAGE = format('topic id %s does not exist', p_topic_id);
     END IF;
-    SELECT max(octet_length(p)), sum(octet_length(p)) INTO v_largest, v_bytes FROM unnest(p_payloads) AS p;
+    IF v_count = 1 THEN
+        v_largest := octet_length(p_payloads[1]);
+        v_bytes := v_largest;
+    ELSE
+        SELECT max(octet_length(p)), sum(octet_length(p)) INTO v_largest, v_bytes FROM unnest(p_payloads) AS p;
+    END IF;
     IF v_largest > v_max_message_bytes OR v_largest IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ004',
             MESSAGE = format('a payload of %s bytes is larger than the topic''s max message size of %s bytes',
@@ -68,45 +84,17 @@ BEGIN
     END IF;
 
     IF p_producer_id IS NOT NULL THEN
-        SELECT * INTO v_seq FROM txnq.producer_sequences s
-         WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id
-           FOR UPDATE;
-        IF NOT FOUND THEN
-            INSERT INTO txnq.producer_sequences (topic_id, partition, producer_id)
-            VALUES (p_topic_id, p_partition, p_producer_id) ON CONFLICT DO NOTHING;
-            SELECT * INTO v_seq FROM txnq.producer_sequences s
-             WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id
-               FOR UPDATE;
-        END IF;
-        -- Read the epoch only now, after the sequence row lock: each statement of
-        -- a plpgsql function sees a fresh snapshot, so an epoch bump committed by
-        -- a newer producer session is seen here (register_producer_v1 locks these
-        -- rows while it bumps).
-        PERFORM 1 FROM txnq.producers pr WHERE pr.producer_id = p_producer_id AND pr.epoch = p_producer_epoch;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION USING ERRCODE = 'TQ002',
-                MESSAGE = format('producer %s epoch %s was fenced by a newer session with the same name',
-                                 p_producer_id, p_producer_epoch),
-                HINT = 'close this producer; only the newest producer of a name may write';
-        END IF;
-        IF p_first_sequence <= v_seq.last_sequence THEN
-            v_slot := array_position(v_seq.recent_first_sequences, p_first_sequence);
-            IF v_slot IS NOT NULL AND v_seq.recent_counts[v_slot] = v_count THEN
-                RETURN QUERY SELECT v_seq.recent_offsets[v_slot], NULL::timestamptz, true, false;
-                RETURN;
-            ELSIF p_first_sequence + v_count - 1 <= v_seq.last_sequence AND v_slot IS NULL
-                  AND p_first_sequence < coalesce(v_seq.recent_first_sequences[1], 0) THEN
-                RETURN QUERY SELECT NULL::bigint, NULL::timestamptz, true, false;
-                RETURN;
-            END IF;
-            RAISE EXCEPTION USING ERRCODE = 'TQ003',
-                MESSAGE = format('batch with sequences %s..%s overlaps the last written sequence %s on partition %s '
-                                 'but is not a retry of a written batch',
-                                 p_first_sequence, p_first_sequence + v_count - 1, v_seq.last_sequence, p_partition);
-        ELSIF p_first_sequence > v_seq.last_sequence + 1 THEN
+        -- A retry of a written batch is recognised before any offset is taken.
+        SELECT s.last_sequence INTO v_last_sequence FROM txnq.producer_sequences s
+         WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id;
+        IF p_first_sequence <= v_last_sequence THEN
+            SELECT d.entry_offset, d.duplicate INTO entry_offset, duplicate
+              FROM txnq.find_duplicate_v1(p_topic_id, p_partition, p_producer_id, p_first_sequence, v_count) d;
+            RETURN;
+        ELSIF p_first_sequence > coalesce(v_last_sequence, -1) + 1 THEN
             RAISE EXCEPTION USING ERRCODE = 'TQ003',
                 MESSAGE = format('sequence %s on partition %s skips ahead: the next expected is %s',
-                                 p_first_sequence, p_partition, v_seq.last_sequence + 1),
+                                 p_first_sequence, p_partition, coalesce(v_last_sequence, -1) + 1),
                 HINT = 'messages between were never written; resend them in order';
         END IF;
     END IF;
@@ -124,33 +112,59 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'TQ001',
             MESSAGE = format('partition %s of topic id %s does not exist', p_partition, p_topic_id);
     END IF;
-    v_offset := v_head.next_offset - 1;
-    v_now := v_head.last_publish_time;
+    entry_offset := v_head.next_offset - 1;
+    publish_time := v_head.last_publish_time;
 
-    SELECT * INTO v_config FROM txnq.config;
+    IF p_producer_id IS NOT NULL THEN
+        -- Takes the sequence row lock. It matches only if no other session of
+        -- this producer wrote these sequences since the check above.
+        UPDATE txnq.producer_sequences s
+           SET last_sequence = p_first_sequence + v_count - 1,
+               recent_first_sequences = (s.recent_first_sequences || p_first_sequence)[greatest(1, cardinality(s.recent_first_sequences) - 3):],
+               recent_offsets = (s.recent_offsets || entry_offset)[greatest(1, cardinality(s.recent_offsets) - 3):],
+               recent_counts = (s.recent_counts || v_count)[greatest(1, cardinality(s.recent_counts) - 3):]
+         WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id
+           AND s.last_sequence = p_first_sequence - 1;
+        IF NOT FOUND THEN
+            IF v_last_sequence IS NOT NULL THEN
+                RAISE EXCEPTION USING ERRCODE = 'TQ003',
+                    MESSAGE = format('sequence %s on partition %s was written concurrently by another session '
+                                     'of producer %s', p_first_sequence, p_partition, p_producer_id),
+                    HINT = 'retry: a retried batch is recognised and returns its original offset';
+            END IF;
+            -- First write of this producer on a partition added after it registered.
+            INSERT INTO txnq.producer_sequences (topic_id, partition, producer_id, last_sequence,
+                                                 recent_first_sequences, recent_offsets, recent_counts)
+            VALUES (p_topic_id, p_partition, p_producer_id, p_first_sequence + v_count - 1,
+                    ARRAY[p_first_sequence], ARRAY[entry_offset], ARRAY[v_count]);
+        END IF;
+        -- Read the epoch only now, after the sequence row lock: each statement of
+        -- a plpgsql function sees a fresh snapshot, so an epoch bump committed by
+        -- a newer session (register_producer_v1 locks these rows while it bumps)
+        -- is seen here, and the fenced session writes nothing.
+        PERFORM 1 FROM txnq.producers pr WHERE pr.producer_id = p_producer_id AND pr.epoch = p_producer_epoch;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'TQ002',
+                MESSAGE = format('producer %s epoch %s was fenced by a newer session with the same name',
+                                 p_producer_id, p_producer_epoch),
+                HINT = 'close this producer; only the newest producer of a name may write';
+        END IF;
+    END IF;
+
     INSERT INTO txnq.entries (topic_id, partition, entry_offset, entry_log_id, ledger_id, publish_time,
                               producer_id, first_sequence, message_count, payload_bytes,
                               payloads, keys, properties, event_times)
-    VALUES (p_topic_id, p_partition, v_offset, v_config.active_entry_log_id, v_head.ledger_id, v_now,
+    VALUES (p_topic_id, p_partition, entry_offset, v_active_entry_log, v_head.ledger_id, publish_time,
             p_producer_id, p_first_sequence, v_count, v_bytes,
             p_payloads, p_keys, p_properties, p_event_times);
 
     -- Ledger rollover, with Pulsar's rules: full (entries or bytes) and older than
     -- the minimum rollover time, or older than the maximum rollover time.
-    IF ((v_offset - v_head.ledger_first_offset + 1 >= v_config.ledger_max_entries
-         OR v_head.ledger_bytes >= v_config.ledger_max_bytes)
-        AND v_now - v_head.ledger_opened_at >= make_interval(secs => v_config.ledger_min_rollover_seconds))
-       OR v_now - v_head.ledger_opened_at >= make_interval(secs => v_config.ledger_max_rollover_seconds) THEN
-        PERFORM txnq.roll_ledger_v1(p_topic_id, p_partition, v_offset);
-    END IF;
-
-    IF p_producer_id IS NOT NULL THEN
-        UPDATE txnq.producer_sequences s
-           SET last_sequence = p_first_sequence + v_count - 1,
-               recent_first_sequences = (s.recent_first_sequences || p_first_sequence)[greatest(1, cardinality(s.recent_first_sequences) - 3):],
-               recent_offsets = (s.recent_offsets || v_offset)[greatest(1, cardinality(s.recent_offsets) - 3):],
-               recent_counts = (s.recent_counts || v_count)[greatest(1, cardinality(s.recent_counts) - 3):]
-         WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id;
+    IF ((entry_offset - v_head.ledger_first_offset + 1 >= v_ledger_max_entries
+         OR v_head.ledger_bytes >= v_ledger_max_bytes)
+        AND extract(epoch FROM publish_time - v_head.ledger_opened_at) >= v_ledger_min_rollover_seconds)
+       OR extract(epoch FROM publish_time - v_head.ledger_opened_at) >= v_ledger_max_rollover_seconds THEN
+        PERFORM txnq.roll_ledger_v1(p_topic_id, p_partition, entry_offset);
     END IF;
 
     -- Wake a waiting consumer: one NOTIFY per wait, never one per message.
@@ -160,10 +174,8 @@ BEGIN
     END IF;
 
     -- Sampled check (one append in 1024 per partition) whether the entry log is full or old.
-    IF v_offset % 1024 = 1023 THEN
-        v_roll := txnq.entry_log_needs_roll_v1();
+    IF entry_offset % 1024 = 1023 THEN
+        roll_entry_log := txnq.entry_log_needs_roll_v1();
     END IF;
-
-    RETURN QUERY SELECT v_offset, v_now, false, v_roll;
 END;
 $$;

@@ -20,7 +20,8 @@ SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
 
 -- name: ack
 SELECT txnq.ack_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
-                   %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[])
+                   %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[],
+                   %(cumulative_batch_index)s, %(cumulative_batch_size)s)
 
 -- name: seek
 SELECT txnq.seek_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offset)s, %(time)s)
