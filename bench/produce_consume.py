@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS txnq_bench_raw (
 """
 RAW_INSERT_BATCH = """
 INSERT INTO txnq_bench_raw (partition, seq, payload)
-SELECT %(partition)s, %(first)s + i - 1, p FROM unnest(%(payloads)b::bytea[]) WITH ORDINALITY AS u(p, i)
+SELECT %(partition)s, %(first)s + i - 1, p
+  FROM unnest(%(payloads)b::bytea[]) WITH ORDINALITY AS u(p, i)
 """
 RAW_INSERT_ONE = "INSERT INTO txnq_bench_raw (partition, seq, payload) VALUES (%s, %s, %b)"
 RAW_COPY = "COPY txnq_bench_raw (partition, seq, payload) FROM STDIN (FORMAT BINARY)"
@@ -71,8 +72,10 @@ def raw_insert_batched(conn: psycopg.Connection[Any], n: int, data: list[bytes])
     seq = 0
     while seq < n:
         rows = [data[i % len(data)] for i in range(seq, min(seq + CHUNK, n))]
-        conn.execute(RAW_INSERT_BATCH, {"partition": (seq // CHUNK) % PARTITIONS, "first": seq,
-                                        "payloads": rows})
+        conn.execute(
+            RAW_INSERT_BATCH,
+            {"partition": (seq // CHUNK) % PARTITIONS, "first": seq, "payloads": rows},
+        )
         seq += CHUNK
     return n / (time.perf_counter() - start)
 
@@ -103,8 +106,12 @@ def txnq_send_single(client: txnq.Client, topic: str, n: int, data: list[bytes])
 
 
 def txnq_consume(client: txnq.Client, topic: str, n: int) -> float:
-    consumer = client.subscribe(topic, f"bench-{uuid.uuid4().hex[:8]}", initial_position="earliest",
-                                receiver_queue_size=20_000)
+    consumer = client.subscribe(
+        topic,
+        f"bench-{uuid.uuid4().hex[:8]}",
+        initial_position="earliest",
+        receiver_queue_size=20_000,
+    )
     received = 0
     last: dict[int, txnq.Message] = {}
     start = time.perf_counter()
@@ -124,7 +131,9 @@ def txnq_consume(client: txnq.Client, topic: str, n: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dsn", default=os.environ.get("TXNQ_DSN"))
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--single", type=int, default=2_000)
@@ -158,15 +167,26 @@ def main() -> int:
     ]
     consume_ok = consume_rate >= 150_000
     if args.json:
-        print(json.dumps({
-            "server_version": version, "messages": args.messages, "single": args.single,
-            "results": [{"name": r[0], "msgs_per_s": round(r[1]), "ratio": r[2], "target": r[3]}
-                        for r in results],
-            "consume_target_met": consume_ok,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "server_version": version,
+                    "messages": args.messages,
+                    "single": args.single,
+                    "results": [
+                        {"name": r[0], "msgs_per_s": round(r[1]), "ratio": r[2], "target": r[3]}
+                        for r in results
+                    ],
+                    "consume_target_met": consume_ok,
+                },
+                indent=2,
+            )
+        )
         return 0
-    print(f"PostgreSQL {version}; {args.messages} x {PAYLOAD_BYTES}-byte messages, "
-          f"{PARTITIONS} partitions; {args.single} single sends")
+    print(
+        f"PostgreSQL {version}; {args.messages} x {PAYLOAD_BYTES}-byte messages, "
+        f"{PARTITIONS} partitions; {args.single} single sends"
+    )
     print(f"{'measurement':40} {'msgs/s':>12} {'ratio':>8} {'target':>8}")
     for name, rate, ratio, target in results:
         ratio_text = f"{ratio:.0%}" if ratio is not None else ""

@@ -310,5 +310,6 @@ def seek_target(to: object) -> tuple[int | None, datetime | None]:
             raise InvalidArgumentError(f"an offset is >= 0, got {to}")
         return to, None
     raise InvalidArgumentError(
-        f"seek target must be 'earliest', 'latest', an offset or a datetime, not {type(to).__name__}"
+        "seek target must be 'earliest', 'latest', an offset or a datetime, "
+        f"not {type(to).__name__}"
     )

@@ -316,6 +316,8 @@ class Consumer:
         a MessageId (its partition), an offset (on ``partition``, or on every
         partition), a publish time (datetime), or "earliest"/"latest".
         Individually acknowledged messages after the position are delivered again."""
+        offset: int | None
+        when: datetime | None
         if isinstance(target, MessageId):
             self._check_message_topic(target)
             partitions = [target.partition]

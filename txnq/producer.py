@@ -18,6 +18,7 @@ key); messages without a key go round-robin, one batch per partition at a time
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -364,8 +365,8 @@ class Producer:
             if mapped is None:
                 raise
             raise mapped from None
-        self._producer_id = rows[0][0]
-        self._epoch = rows[0][1]
+        self._producer_id: int = int(rows[0][0])
+        self._epoch: int = int(rows[0][1])
         self._next_sequence = {row[2]: row[3] + 1 for row in rows}
 
     def _flush_loop(self) -> None:
@@ -382,7 +383,9 @@ class Producer:
 
     def _is_full(self, batch: _Batch, incoming: int) -> bool:
         count = len(batch.payloads)
-        return count >= self._max_messages or (count > 0 and batch.bytes + incoming > self._max_bytes)
+        return count >= self._max_messages or (
+            count > 0 and batch.bytes + incoming > self._max_bytes
+        )
 
     def _ready_partitions(self) -> tuple[list[int], float | None]:
         now = time.monotonic()
@@ -471,10 +474,8 @@ class Producer:
             self._roll_entry_log()
 
     def _reconnect(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._proxy.invalidate()
-        except Exception:
-            pass
         try:
             self._proxy = self._client.checkout()
         except Exception:
@@ -494,10 +495,8 @@ class Producer:
             message_id = (
                 None if exc else MessageId(self.topic, partition, batch.future.result(), index)
             )
-            try:
+            with contextlib.suppress(Exception):
                 callback(exc, message_id)
-            except Exception:
-                pass
 
 
 class _Disconnected:

@@ -156,12 +156,13 @@ consumers = Table(
     "consumers",
     metadata,
     Column("consumer_id", BigInteger, Identity(always=True), primary_key=True),
-    Column("subscription_id", BigInteger, nullable=False, index=True),
+    Column("subscription_id", BigInteger, nullable=False),
     Column("topic_id", Integer, nullable=False),
     Column("name", Text, nullable=False),
     Column("priority", Integer, nullable=False),
     Column("connected_at", TZ, nullable=False),
     Column("lease_expires_at", TZ, nullable=False),
+    Index("consumers_subscription", "subscription_id"),
     postgresql_with={"fillfactor": 50},
 )
 

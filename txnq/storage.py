@@ -47,15 +47,16 @@ def sqlalchemy_url(dsn: str) -> URL:
         raise errors.ConfigurationError(
             f"DSN is neither a postgresql:// URL nor a libpq keyword string: {exc}"
         ) from None
-    port = params.pop("port", None)
+    text = {k: str(v) for k, v in params.items()}
+    port = text.pop("port", None)
     return URL.create(
         "postgresql+psycopg",
-        username=params.pop("user", None),
-        password=params.pop("password", None),
-        host=params.pop("host", None),
+        username=text.pop("user", None),
+        password=text.pop("password", None),
+        host=text.pop("host", None),
         port=int(port) if port else None,
-        database=params.pop("dbname", None),
-        query={k: str(v) for k, v in params.items()},
+        database=text.pop("dbname", None),
+        query=text,
     )
 
 
