@@ -213,13 +213,8 @@ class Producer:
             if direct:
                 # Nothing queued for this partition: write this message as its own
                 # entry now. Holding the I/O lock keeps the partition's order.
-                batch = _Batch()
-                batch.payloads.append(payload)
-                batch.keys.append(key_bytes)
-                batch.properties.append(props)
-                batch.event_times.append(when)
-                self._write(target, batch)
-                return PendingSend(self.topic, target, batch, 0).result(self._send_timeout)
+                offset = self._append(target, [payload], [key_bytes], [props], [when])
+                return MessageId(self.topic, target, offset, 0)
         pending = self._enqueue(payload, key_bytes, props, when, partition, None)
         self._flush_partition(pending._partition)
         return pending.result(self._send_timeout)
@@ -424,38 +419,58 @@ class Producer:
                 self._run_callbacks(partition, batch)
 
     def _write(self, partition: int, batch: _Batch) -> None:
+        """Append a batch (caller holds the I/O lock) and settle its future."""
+        try:
+            offset = self._append(
+                partition, batch.payloads, batch.keys, batch.properties, batch.event_times
+            )
+        except errors.TxnqError as exc:
+            batch.future.set_exception(exc)
+        else:
+            batch.future.set_result(offset)
+
+    def _append(
+        self,
+        partition: int,
+        payloads: list[bytes],
+        keys: list[bytes | None],
+        properties: list[str | None],
+        event_times: list[datetime | None],
+    ) -> int:
+        """One call of append_v1 (caller holds the I/O lock); the entry offset.
+
+        A broken connection leaves the outcome unknown: reconnect and retry the
+        same sequence numbers until ``send_timeout``; the server recognises a
+        batch it has already written and returns its original offset.
+        """
         if self._failure is not None:
-            batch.future.set_exception(self._failure)
-            return
+            raise self._failure
         first_sequence = self._next_sequence.get(partition, 0)
-        params = {
-            "topic_id": self._topic.topic_id,
-            "partition": partition,
-            "producer_id": self._producer_id,
-            "epoch": self._epoch,
-            "first_sequence": first_sequence,
-            "payloads": batch.payloads,
-            "keys": batch.keys if any(k is not None for k in batch.keys) else None,
-            "properties": batch.properties if any(batch.properties) else None,
-            "event_times": batch.event_times if any(batch.event_times) else None,
-        }
+        params = (
+            self._topic.topic_id,
+            partition,
+            self._producer_id,
+            self._epoch,
+            first_sequence,
+            payloads,
+            keys if any(k is not None for k in keys) else None,
+            properties if any(properties) else None,
+            event_times if any(event_times) else None,
+        )
         deadline = time.monotonic() + self._send_timeout
         delay = 0.05
         while True:
             try:
                 conn: psycopg.Connection[Any] = self._proxy.driver_connection
-                row = conn.execute(QUERIES["append"], params).fetchone()
+                row = conn.execute(QUERIES["append_positional"], params).fetchone()
                 break
             except psycopg.OperationalError as exc:
-                # The outcome is unknown: reconnect and retry the same sequence
-                # numbers; the server recognises a batch it has already written.
                 if time.monotonic() + delay > deadline:
                     self._failure = errors.TimeoutError(
                         f"could not write to PostgreSQL for {self._send_timeout}s ({exc}); the "
                         "last batch may or may not be written: create a new producer to go on"
                     )
-                    batch.future.set_exception(self._failure)
-                    return
+                    raise self._failure from None
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
                 self._reconnect()
@@ -463,15 +478,14 @@ class Producer:
                 mapped = translate(exc) or errors.TxnqError(f"append failed: {exc}")
                 if isinstance(mapped, errors.ProducerFencedError):
                     self._failure = mapped
-                batch.future.set_exception(mapped)
-                return
+                raise mapped from None
         assert row is not None
         offset, _publish_time, _duplicate, roll_entry_log = row
-        self._next_sequence[partition] = first_sequence + len(batch.payloads)
-        # A duplicate older than the five remembered batches has no known offset.
-        batch.future.set_result(-1 if offset is None else offset)
+        self._next_sequence[partition] = first_sequence + len(payloads)
         if roll_entry_log:
             self._roll_entry_log()
+        # A duplicate older than the five remembered batches has no known offset.
+        return -1 if offset is None else int(offset)
 
     def _reconnect(self) -> None:
         with contextlib.suppress(Exception):

@@ -44,6 +44,7 @@ DECLARE
     v_largest bigint;
     v_bytes bigint;
     v_last_sequence bigint;
+    v_waiters boolean;
     v_head txnq.partitions%ROWTYPE;
 BEGIN
     duplicate := false;
@@ -62,10 +63,17 @@ BEGIN
             MESSAGE = 'append_v1: producer_id and first_sequence go together';
     END IF;
 
+    -- One read for everything checked before the offset is taken: the topic's
+    -- size limit, the server settings, the producer's last sequence, and
+    -- whether a consumer waits for this partition.
     SELECT t.max_message_bytes, c.active_entry_log_id, c.ledger_max_entries, c.ledger_max_bytes,
-           c.ledger_min_rollover_seconds, c.ledger_max_rollover_seconds
+           c.ledger_min_rollover_seconds, c.ledger_max_rollover_seconds,
+           (SELECT s.last_sequence FROM txnq.producer_sequences s
+             WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id),
+           EXISTS (SELECT 1 FROM txnq.consumer_waiters w
+                    WHERE w.topic_id = p_topic_id AND w.partition = p_partition)
       INTO v_max_message_bytes, v_active_entry_log, v_ledger_max_entries, v_ledger_max_bytes,
-           v_ledger_min_rollover_seconds, v_ledger_max_rollover_seconds
+           v_ledger_min_rollover_seconds, v_ledger_max_rollover_seconds, v_last_sequence, v_waiters
       FROM txnq.topics t CROSS JOIN txnq.config c WHERE t.topic_id = p_topic_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ001', MESSAGE = format('topic id %s does not exist', p_topic_id);
@@ -85,8 +93,6 @@ BEGIN
 
     IF p_producer_id IS NOT NULL THEN
         -- A retry of a written batch is recognised before any offset is taken.
-        SELECT s.last_sequence INTO v_last_sequence FROM txnq.producer_sequences s
-         WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND s.producer_id = p_producer_id;
         IF p_first_sequence <= v_last_sequence THEN
             SELECT d.entry_offset, d.duplicate INTO entry_offset, duplicate
               FROM txnq.find_duplicate_v1(p_topic_id, p_partition, p_producer_id, p_first_sequence, v_count) d;
@@ -136,27 +142,36 @@ BEGIN
             INSERT INTO txnq.producer_sequences (topic_id, partition, producer_id, last_sequence,
                                                  recent_first_sequences, recent_offsets, recent_counts)
             VALUES (p_topic_id, p_partition, p_producer_id, p_first_sequence + v_count - 1,
-                    ARRAY[p_first_sequence], ARRAY[entry_offset], ARRAY[v_count]);
-        END IF;
-        -- Read the epoch only now, after the sequence row lock: each statement of
-        -- a plpgsql function sees a fresh snapshot, so an epoch bump committed by
-        -- a newer session (register_producer_v1 locks these rows while it bumps)
-        -- is seen here, and the fenced session writes nothing.
-        PERFORM 1 FROM txnq.producers pr WHERE pr.producer_id = p_producer_id AND pr.epoch = p_producer_epoch;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION USING ERRCODE = 'TQ002',
-                MESSAGE = format('producer %s epoch %s was fenced by a newer session with the same name',
-                                 p_producer_id, p_producer_epoch),
-                HINT = 'close this producer; only the newest producer of a name may write';
+                    ARRAY[p_first_sequence], ARRAY[entry_offset], ARRAY[v_count])
+            ON CONFLICT DO NOTHING;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'TQ003',
+                    MESSAGE = format('producer %s started writing partition %s concurrently in another session',
+                                     p_producer_id, p_partition),
+                    HINT = 'retry: a retried batch is recognised and returns its original offset';
+            END IF;
         END IF;
     END IF;
 
+    -- The entry. For a producer, the insert also checks the epoch: its snapshot
+    -- is taken after the sequence row lock above, so an epoch bump committed by
+    -- a newer session (register_producer_v1 holds these rows while it bumps) is
+    -- seen, and the fenced session writes nothing.
     INSERT INTO txnq.entries (topic_id, partition, entry_offset, entry_log_id, ledger_id, publish_time,
                               producer_id, first_sequence, message_count, payload_bytes,
                               payloads, keys, properties, event_times)
-    VALUES (p_topic_id, p_partition, entry_offset, v_active_entry_log, v_head.ledger_id, publish_time,
-            p_producer_id, p_first_sequence, v_count, v_bytes,
-            p_payloads, p_keys, p_properties, p_event_times);
+    SELECT p_topic_id, p_partition, entry_offset, v_active_entry_log, v_head.ledger_id, publish_time,
+           p_producer_id, p_first_sequence, v_count, v_bytes,
+           p_payloads, p_keys, p_properties, p_event_times
+     WHERE p_producer_id IS NULL
+        OR EXISTS (SELECT 1 FROM txnq.producers pr
+                    WHERE pr.producer_id = p_producer_id AND pr.epoch = p_producer_epoch);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ002',
+            MESSAGE = format('producer %s epoch %s was fenced by a newer session with the same name',
+                             p_producer_id, p_producer_epoch),
+            HINT = 'close this producer; only the newest producer of a name may write';
+    END IF;
 
     -- Ledger rollover, with Pulsar's rules: full (entries or bytes) and older than
     -- the minimum rollover time, or older than the maximum rollover time.
@@ -168,7 +183,7 @@ BEGIN
     END IF;
 
     -- Wake a waiting consumer: one NOTIFY per wait, never one per message.
-    IF EXISTS (SELECT 1 FROM txnq.consumer_waiters w WHERE w.topic_id = p_topic_id AND w.partition = p_partition) THEN
+    IF v_waiters THEN
         DELETE FROM txnq.consumer_waiters w WHERE w.topic_id = p_topic_id AND w.partition = p_partition;
         PERFORM pg_notify('txnq_topic_' || p_topic_id, p_partition::text);
     END IF;

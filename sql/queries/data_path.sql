@@ -5,6 +5,12 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
   FROM txnq.append_v1(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
                       %(payloads)b, %(keys)b, %(properties)s::text[]::jsonb[], %(event_times)s)
 
+-- name: append_positional
+-- The same call with positional parameters (the producer's hot path): topic_id,
+-- partition, producer_id, epoch, first_sequence, payloads, keys, properties, event_times.
+SELECT entry_offset, publish_time, duplicate, roll_entry_log
+  FROM txnq.append_v1(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s)
+
 -- name: roll_entry_log
 SELECT txnq.roll_entry_log_v1(%(force)s)
 

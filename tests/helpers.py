@@ -1,0 +1,67 @@
+"""What the data-path tests share: looking into the database with plain SQL,
+and waiting for a condition or for messages with a deadline (never a bare sleep).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+
+from txnq import Consumer, Message
+
+T = TypeVar("T")
+
+
+def sql(dsn: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """Run one statement in its own autocommit connection; its rows (or [])."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def sql_value(dsn: str, query: str, params: Any = None) -> Any:
+    """The first column of the first row of one statement."""
+    rows = sql(dsn, query, params)
+    assert rows, f"no row from {query!r}"
+    return rows[0][0]
+
+
+def wait_until(
+    condition: Callable[[], T | None], timeout: float = 5.0, what: str = "condition"
+) -> T:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout}s (last value: {value!r})")
+        time.sleep(0.02)
+
+
+def receive_messages(consumer: Consumer, count: int, timeout: float = 5.0) -> list[Message]:
+    """Exactly ``count`` messages, received within ``timeout`` seconds overall."""
+    deadline = time.monotonic() + timeout
+    messages: list[Message] = []
+    while len(messages) < count:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        message = consumer.receive(timeout=remaining)
+        if message is not None:
+            messages.append(message)
+    assert len(messages) == count, (
+        f"received {len(messages)} of {count} messages within {timeout}s: "
+        f"{[str(m.message_id) for m in messages]}"
+    )
+    return messages
+
+
+def assert_nothing_more(consumer: Consumer, timeout: float = 0.5) -> None:
+    """No further message arrives within ``timeout`` seconds."""
+    extra = consumer.receive(timeout=timeout)
+    assert extra is None, f"unexpected message {extra!r}"

@@ -1,0 +1,546 @@
+"""The ``txnq`` command line, driven through typer's CliRunner against a real
+PostgreSQL (a fresh migrated database per test), and ``txnq standalone`` /
+``txnq worker scheduler`` as real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from typer.testing import CliRunner, Result
+
+from txnq.cli import app
+from txnq.embedded import EmbeddedServer
+from txnq.migrate import head_revision
+
+# Wide enough that no table cell wraps in the assertions below.
+runner = CliRunner(env={"COLUMNS": "200", "TXNQ_DSN": None, "TXNQ_CONFIG": None})
+
+STARTUP_TIMEOUT_SECONDS = 60
+
+
+def txnq(*args: str, input: str | bytes | None = None) -> Result:
+    return runner.invoke(app, list(args), input=input)
+
+
+def ok(*args: str, input: str | bytes | None = None) -> Result:
+    result = txnq(*args, input=input)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    return result
+
+
+def ok_json(*args: str, input: str | bytes | None = None) -> Any:
+    return json.loads(ok(*args, "--json", input=input).stdout)
+
+
+def json_lines(result: Result) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def assert_refused(result: Result, *fragments: str) -> None:
+    """Exit code 1, one red line on stderr that says why, and no traceback."""
+    assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# -- topics --------------------------------------------------------------------
+
+
+def test_topics_create_list_describe_update_delete(dsn: str) -> None:
+    created = ok_json(
+        *("topics", "create", "orders", "--partitions", "2", "--retention", "7d"),
+        *("--retention-size", "10GiB", "--ttl", "1h", "--max-message-bytes", "1MiB"),
+        *("--dsn", dsn),
+    )
+    assert created["name"] == "orders"
+    assert created["partitions"] == 2
+    assert created["retention_seconds"] == 7 * 86400
+    assert created["retention_bytes"] == 10 * 1024**3
+    assert created["ttl_seconds"] == 3600
+    assert created["max_message_bytes"] == 1024**2
+    datetime.fromisoformat(created["created_at"])  # datetimes are ISO strings
+    ok("topics", "create", "events", "--dsn", dsn)
+
+    listed = ok_json("topics", "list", "--dsn", dsn)
+    assert [t["name"] for t in listed] == ["events", "orders"]
+
+    described = ok_json("topics", "describe", "orders", "--dsn", dsn)
+    assert described["topic"]["name"] == "orders"
+    assert [p["partition"] for p in described["partitions"]] == [0, 1]
+    assert described["subscriptions"] == []
+
+    updated = ok_json("topics", "update", "orders", "--partitions", "3", "--dsn", dsn)
+    assert updated["partitions"] == 3
+
+    assert ok_json("topics", "delete", "orders", "--dsn", dsn) == {"deleted": "orders"}
+    assert [t["name"] for t in ok_json("topics", "list", "--dsn", dsn)] == ["events"]
+
+
+def test_topic_tables_show_the_settings_in_units(dsn: str) -> None:
+    created = ok(
+        *("topics", "create", "orders", "--partitions", "4", "--retention", "7d"),
+        *("--retention-size", "10GiB", "--ttl", "1h", "--dsn", dsn),
+    ).stdout
+    assert "Topic orders" in created
+    for shown in ("7d", "10GiB", "1h", "5MiB"):
+        assert shown in created
+
+    listed = ok("topics", "list", "--dsn", dsn).stdout
+    assert re.search(r"orders\s+4\s+7d\s+10GiB\s+1h\s+5MiB", listed), listed
+
+    described = ok("topics", "describe", "orders", "--dsn", dsn).stdout
+    assert "Partitions" in described and "High watermark" in described
+    assert "Subscriptions: none" in described
+
+
+def test_topics_delete_refuses_a_topic_with_a_backlog_unless_forced(dsn: str) -> None:
+    ok("topics", "create", "orders", "--dsn", dsn)
+    ok("consume", "orders", "-s", "billing", "--timeout", "0.1s", "--dsn", dsn)
+    ok("produce", "orders", "-m", "unread", "--dsn", dsn)
+
+    assert_refused(txnq("topics", "delete", "orders", "--dsn", dsn), "orders")
+    ok("topics", "delete", "orders", "--force", "--dsn", dsn)
+
+
+def test_topics_update_cannot_shrink(dsn: str) -> None:
+    ok("topics", "create", "orders", "--partitions", "3", "--dsn", dsn)
+    assert_refused(
+        txnq("topics", "update", "orders", "--partitions", "2", "--dsn", dsn), "can only grow"
+    )
+
+
+# -- produce and consume ----------------------------------------------------------
+
+
+def test_produce_then_consume_returns_the_values(dsn: str) -> None:
+    ok("topics", "create", "orders", "--partitions", "2", "--dsn", dsn)
+    sent = ok_json(
+        *("produce", "orders", "-m", "first", "-m", "zweite ✓", "--key", "customer-7"),
+        *("--property", "source=cli", "--property", "trace=a=b", "--dsn", dsn),
+    )
+    assert sent["sent"] == 2
+    assert len(sent["message_ids"]) == 2
+    assert sent["last_message_id"] == sent["message_ids"][-1]
+
+    received = json_lines(
+        ok(
+            *("consume", "orders", "-s", "billing", "--initial-position", "earliest"),
+            *("--count", "2", "--json", "--dsn", dsn),
+        )
+    )
+    assert [m["value"] for m in received] == ["first", "zweite ✓"]
+    assert {m["key"] for m in received} == {"customer-7"}
+    assert received[0]["properties"] == {"source": "cli", "trace": "a=b"}
+    assert received[0]["encoding"] == "utf-8"
+    ids = [{k: m[k] for k in ("topic", "partition", "offset", "batch_index")} for m in received]
+    assert ids == sent["message_ids"]
+    datetime.fromisoformat(received[0]["publish_time"])
+
+    # Acknowledged at the end: the subscription has nothing left to deliver.
+    again = ok("consume", "orders", "-s", "billing", "--timeout", "300ms", "--json", "--dsn", dsn)
+    assert json_lines(again) == []
+    assert "Received and acknowledged 0 messages" in again.stderr
+
+
+def test_consume_prints_a_table_and_binary_values_as_hex(dsn: str) -> None:
+    ok("topics", "create", "orders", "--dsn", dsn)
+    ok("produce", "orders", "-m", "hello [bold]world[/bold]", "--key", "k1", "--dsn", dsn)
+    ok("produce", "orders", "--file", "-", "--dsn", dsn, input=b"\xff\xfe\n")
+
+    result = ok(
+        *("consume", "orders", "-s", "audit", "--initial-position", "earliest"),
+        *("--count", "2", "--dsn", dsn),
+    )
+    assert "Partition" in result.stdout and "Value" in result.stdout
+    assert "hello [bold]world[/bold]" in result.stdout  # user text is not rich markup
+    assert "hex:fffe" in result.stdout
+
+
+def test_consume_no_ack_leaves_the_messages_in_the_backlog(dsn: str) -> None:
+    ok("topics", "create", "orders", "--dsn", dsn)
+    ok("produce", "orders", "-m", "a", "-m", "b", "--dsn", dsn)
+    consume = ("consume", "orders", "-s", "billing", "--initial-position", "earliest")
+
+    first = ok(*consume, "--count", "2", "--no-ack", "--json", "--dsn", dsn)
+    again = ok(*consume, "--count", "2", "--json", "--dsn", dsn)
+
+    assert [m["value"] for m in json_lines(first)] == ["a", "b"]
+    assert [m["value"] for m in json_lines(again)] == ["a", "b"]
+    assert "not acknowledged" in first.stderr
+
+
+def test_consume_stops_after_count_and_acknowledges_only_what_it_printed(dsn: str) -> None:
+    ok("topics", "create", "orders", "--dsn", dsn)
+    ok("produce", "orders", *(f"-m{i}" for i in range(5)), "--dsn", dsn)
+    consume = ("consume", "orders", "-s", "billing", "--initial-position", "earliest", "--json")
+
+    first = json_lines(ok(*consume, "--count", "2", "--dsn", dsn))
+    rest = json_lines(ok(*consume, "--timeout", "300ms", "--dsn", dsn))
+
+    assert [m["value"] for m in first] == ["0", "1"]
+    assert [m["value"] for m in rest] == ["2", "3", "4"]
+
+
+def test_produce_reads_one_message_per_line_and_repeats_them(dsn: str) -> None:
+    ok("topics", "create", "lines", "--dsn", dsn)
+    sent = ok_json(
+        "produce", "lines", "--file", "-", "--count", "2", "--dsn", dsn, input="one\ntwo\r\n"
+    )
+    assert sent["sent"] == 4
+
+    received = json_lines(
+        ok(
+            *("consume", "lines", "-s", "s", "--initial-position", "earliest"),
+            *("--count", "4", "--json", "--dsn", dsn),
+        )
+    )
+    assert [m["value"] for m in received] == ["one", "two", "one", "two"]
+
+
+def test_produce_from_a_file(dsn: str, tmp_path: Path) -> None:
+    ok("topics", "create", "lines", "--dsn", dsn)
+    path = tmp_path / "messages.txt"
+    path.write_text("alpha\nbeta\n")
+
+    result = ok("produce", "lines", "-m", "first", "--file", str(path), "--dsn", dsn)
+
+    assert "Sent 3 messages to lines" in result.stdout
+    assert "last message id lines:0:" in result.stdout
+
+
+def test_produce_many_messages_reports_the_count_and_last_id(dsn: str) -> None:
+    ok("topics", "create", "bulk", "--partitions", "2", "--dsn", dsn)
+
+    sent = ok_json("produce", "bulk", "-m", "x", "--count", "2500", "--dsn", dsn)
+
+    assert sent["sent"] == 2500
+    assert "message_ids" not in sent
+    assert sent["last_message_id"]["topic"] == "bulk"
+    backlog = ok_json("topics", "describe", "bulk", "--dsn", dsn)["partitions"]
+    assert sum(p["high_watermark"] + 1 for p in backlog) >= 2  # batched into entries
+
+
+# -- subscriptions -----------------------------------------------------------------
+
+
+def test_subscriptions_list_describe_reset_delete(dsn: str) -> None:
+    ok("topics", "create", "orders", "--partitions", "2", "--dsn", dsn)
+    ok("produce", "orders", "-m", "a", "-m", "b", "-m", "c", "--key", "k", "--dsn", dsn)
+    consume = ("consume", "orders", "-s", "billing", "--initial-position", "earliest", "--json")
+    assert len(json_lines(ok(*consume, "--count", "3", "--dsn", dsn))) == 3
+
+    listed = ok_json("subscriptions", "list", "orders", "--dsn", dsn)
+    assert [(s["name"], s["subscription_type"], s["consumers"]) for s in listed] == [
+        ("billing", "exclusive", 0)
+    ]
+    described = ok_json("subscriptions", "describe", "orders", "billing", "--dsn", dsn)
+    assert described["topic"] == "orders"
+    assert described["subscription"]["name"] == "billing"
+    assert [c["partition"] for c in described["cursors"]] == [0, 1]
+    assert described["consumers"] == []
+    table = ok("subscriptions", "describe", "orders", "billing", "--dsn", dsn).stdout
+    assert "Cursors" in table and "Mark-delete" in table and "Consumers: none" in table
+
+    reset = ok_json("subscriptions", "reset", "orders", "billing", "--to", "earliest", "--dsn", dsn)
+    assert reset["subscription"] == "billing"
+    assert {c["mark_delete_offset"] for c in reset["cursors"]} == {-1}
+    assert [m["value"] for m in json_lines(ok(*consume, "--count", "3", "--dsn", dsn))] == [
+        "a",
+        "b",
+        "c",
+    ]
+
+    ok("subscriptions", "reset", "orders", "billing", "--to", "latest", "--dsn", dsn)
+    assert json_lines(ok(*consume, "--timeout", "300ms", "--dsn", dsn)) == []
+
+    an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    ok("subscriptions", "reset", "orders", "billing", "--to", an_hour_ago, "--dsn", dsn)
+    assert len(json_lines(ok(*consume, "--count", "3", "--dsn", dsn))) == 3
+
+    ok("subscriptions", "reset", "orders", "billing", "--to", "0", "--dsn", dsn)
+
+    assert ok_json("subscriptions", "delete", "orders", "billing", "--dsn", dsn) == {
+        "topic": "orders",
+        "deleted": "billing",
+    }
+    assert ok_json("subscriptions", "list", "orders", "--dsn", dsn) == []
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+def test_a_bad_topic_name_is_refused_in_one_line(dsn: str) -> None:
+    assert_refused(txnq("topics", "create", "bad name", "--dsn", dsn), "'bad name' is not valid")
+
+
+def test_an_unknown_topic_is_refused_in_one_line(dsn: str) -> None:
+    for args in (
+        ("topics", "describe", "nope"),
+        ("topics", "delete", "nope"),
+        ("produce", "nope", "-m", "x"),
+        ("consume", "nope", "-s", "s"),
+        ("subscriptions", "list", "nope"),
+    ):
+        assert_refused(txnq(*args, "--dsn", dsn), "topic 'nope' does not exist")
+
+
+def test_bad_options_are_refused_in_one_line(dsn: str) -> None:
+    ok("topics", "create", "orders", "--dsn", dsn)
+    assert_refused(txnq("topics", "create", "t2", "--retention", "7x", "--dsn", dsn), "7x")
+    assert_refused(txnq("topics", "create", "t3", "--partitions", "0", "--dsn", dsn), "1 to 4096")
+    assert_refused(txnq("topics", "create", "orders", "--dsn", dsn), "orders")
+    assert_refused(txnq("produce", "orders", "--dsn", dsn), "nothing to send")
+    assert_refused(txnq("produce", "orders", "-m", "x", "-P", "novalue", "--dsn", dsn), "KEY=VALUE")
+    assert_refused(
+        txnq("produce", "orders", "--file", "/no/such/file", "--dsn", dsn), "/no/such/file"
+    )
+    assert_refused(txnq("consume", "orders", "-s", "s", "--timeout", "soon", "--dsn", dsn), "soon")
+    assert_refused(
+        txnq("subscriptions", "describe", "orders", "ghost", "--dsn", dsn), "no subscription"
+    )
+    assert_refused(
+        txnq("subscriptions", "reset", "orders", "ghost", "--to", "earliest", "--dsn", dsn),
+        "no subscription",
+    )
+    ok("consume", "orders", "-s", "s", "--timeout", "0.1s", "--dsn", dsn)
+    assert_refused(
+        txnq("subscriptions", "reset", "orders", "s", "--to", "yesterday", "--dsn", dsn),
+        "'yesterday'",
+    )
+
+
+def test_an_unreachable_database_is_refused_in_one_line(dsn: str) -> None:
+    missing = urlunsplit(urlsplit(dsn)._replace(path="/cli_no_such_database"))
+    assert_refused(txnq("topics", "list", "--dsn", missing), "cli_no_such_database")
+    assert_refused(txnq("migrate", "--dsn", missing), "cli_no_such_database")
+
+
+def test_usage_errors_exit_2() -> None:
+    assert txnq("consume", "orders").exit_code == 2  # --subscription is required
+    assert txnq("consume", "orders", "-s", "s", "--type", "shared").exit_code == 2
+    assert txnq("topics", "frobnicate").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["migrate"],
+        ["standalone"],
+        ["produce"],
+        ["consume"],
+        ["topics"],
+        ["topics", "create"],
+        ["topics", "list"],
+        ["topics", "describe"],
+        ["topics", "update"],
+        ["topics", "delete"],
+        ["subscriptions"],
+        ["subscriptions", "list"],
+        ["subscriptions", "describe"],
+        ["subscriptions", "reset"],
+        ["subscriptions", "delete"],
+        ["server"],
+        ["server", "status"],
+        ["server", "stop"],
+        ["worker"],
+        ["worker", "scheduler"],
+    ],
+    ids=lambda command: " ".join(command) or "txnq",
+)
+def test_help_works_for_every_group_and_command(command: list[str]) -> None:
+    result = ok(*command, "--help")
+    assert "Usage:" in result.stdout
+    if command in (["server", "status"], ["server", "stop"], ["standalone"]):
+        assert "--home" in result.stdout
+    elif len(command) == 2 or command in (["migrate"], ["produce"], ["consume"]):
+        assert "--dsn" in result.stdout
+
+
+def test_version() -> None:
+    assert ok("--version").stdout.startswith("txnq ")
+
+
+# -- migrate and the embedded server ----------------------------------------------------
+
+
+def test_migrate_is_idempotent_and_reports_the_revision(dsn: str) -> None:
+    assert ok_json("migrate", "--dsn", dsn) == {
+        "revision": head_revision(),
+        "head": head_revision(),
+    }
+    assert "up to date" in ok("migrate", "--dsn", dsn).stdout
+
+
+def test_server_status_and_stop_of_a_home_without_a_server(tmp_path: Path) -> None:
+    home = tmp_path / "no-server"
+
+    status = ok_json("server", "status", "--home", str(home))
+    stopped = ok_json("server", "stop", "--home", str(home))
+
+    assert status["running"] is False
+    assert status["dsn"] is None
+    assert status["home"] == str(home)
+    assert stopped == {"home": str(home), "was_running": False, "running": False}
+    assert "running" in ok("server", "status", "--home", str(home)).stdout
+
+
+# -- processes: standalone and the scheduler worker -------------------------------------
+
+
+def _cli_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-u", "-m", "txnq.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
+
+
+def _read_until(process: subprocess.Popen[str], pattern: str, stream: str = "stdout") -> str:
+    """Lines of the process's stream until one matches ``pattern``; its first group."""
+    pipe = process.stdout if stream == "stdout" else process.stderr
+    assert pipe is not None
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        line = pipe.readline()
+        if not line:
+            break
+        seen.append(line)
+        match = re.search(pattern, line)
+        if match:
+            return match.group(1)
+    process.kill()
+    _, rest = process.communicate(timeout=10)
+    raise AssertionError(f"no line matched {pattern!r} in {''.join(seen)!r}; stderr: {rest}")
+
+
+def _stop(process: subprocess.Popen[str], signum: int) -> tuple[int, str, str]:
+    process.send_signal(signum)
+    try:
+        out, err = process.communicate(timeout=STARTUP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    return process.returncode, out, err
+
+
+def test_consume_until_stopped_acknowledges_what_it_printed(dsn: str) -> None:
+    ok("topics", "create", "orders", "--dsn", dsn)
+    process = _cli_process(
+        *("consume", "orders", "-s", "tail", "--timeout", "0", "--json", "--dsn", dsn)
+    )
+    _read_until(process, r"(Ctrl-C to stop)", stream="stderr")
+    ok("produce", "orders", "-m", "live", "--dsn", dsn)
+    assert _read_until(process, r'"value": "(\w+)"') == "live"
+
+    code, _, err = _stop(process, signal.SIGTERM)
+
+    assert code == 0, err
+    assert "Received and acknowledged 1 message" in err
+    cursors = ok_json("subscriptions", "describe", "orders", "tail", "--dsn", dsn)["cursors"]
+    assert cursors[0]["backlog_entries"] == 0
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    """A home for an embedded server, which is stopped if a test left it running."""
+    home = tmp_path / "txnq-home"
+    yield home
+    EmbeddedServer(home).stop()
+
+
+def test_standalone_serves_until_ctrl_c_then_stops_its_server(home: Path) -> None:
+    process = _cli_process("standalone", "--home", str(home))
+    dsn = _read_until(process, r"^export TXNQ_DSN=(\S+)")
+
+    with psycopg.connect(dsn, connect_timeout=10) as conn:
+        revision = conn.execute("SELECT version_num FROM txnq.alembic_version").fetchone()
+    assert revision == (head_revision(),)
+    assert EmbeddedServer(home).is_running()
+
+    code, _, err = _stop(process, signal.SIGINT)
+
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "Stopped PostgreSQL" in err
+    assert not EmbeddedServer(home).is_running()
+
+
+def test_standalone_leaves_running_a_server_it_did_not_start(home: Path) -> None:
+    server = EmbeddedServer(home)
+    dsn = server.start()
+    process = _cli_process("standalone", "--home", str(home), "--no-workers")
+    assert _read_until(process, r"^export TXNQ_DSN=(\S+)") == dsn
+
+    code, _, err = _stop(process, signal.SIGTERM)
+
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "keeps running" in err
+    assert server.is_running()
+
+
+def test_worker_scheduler_publishes_settings_and_rolls_the_entry_log(dsn: str) -> None:
+    process = _cli_process(
+        "worker", "scheduler", "--dsn", dsn, env={"TXNQ_ENTRY_LOG_MAX_AGE_SECONDS": "1234"}
+    )
+    _read_until(process, r"job (roll_entry_log): the active entry log", stream="stderr")
+
+    code, _, err = _stop(process, signal.SIGTERM)
+
+    assert code == 0, err
+    assert "Traceback" not in err
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT entry_log_max_age_seconds FROM txnq.config").fetchone()
+    assert row is not None and float(row[0]) == 1234
+
+
+def test_scheduler_skips_a_job_that_another_process_runs(
+    dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from txnq.workers.scheduler import JOBS, Scheduler, _JobRunner
+
+    logging.getLogger("txnq.workers.scheduler").addHandler(caplog.handler)
+    roll = next(job for job in JOBS if job.name == "roll_entry_log")
+    scheduler = Scheduler(dsn, jobs=[])
+    scheduler.start()
+    try:
+        assert scheduler.client is not None
+        runner = _JobRunner(roll, scheduler.client)
+        with psycopg.connect(dsn, autocommit=True) as other:
+            other.execute("SELECT pg_advisory_lock(hashtext(%s))", (roll.lock_key,))
+            with caplog.at_level("INFO", logger="txnq.workers.scheduler"):
+                runner()
+            assert "another process is running it" in caplog.text
+            other.execute("SELECT pg_advisory_unlock(hashtext(%s))", (roll.lock_key,))
+        caplog.clear()
+        with caplog.at_level("INFO", logger="txnq.workers.scheduler"):
+            runner()
+        assert "the active entry log" in caplog.text
+        runner.close()
+    finally:
+        scheduler.shutdown()
+        logging.getLogger("txnq.workers.scheduler").removeHandler(caplog.handler)

@@ -1,0 +1,310 @@
+"""The SQL API: any language that speaks SQL can produce and consume with the
+versioned txnq functions alone — no txnq client, one call per operation, inside
+its own transaction if it likes — and gets its errors as SQLSTATE class TQ."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from helpers import receive_messages, sql, sql_value
+
+import txnq
+from txnq.storage import SQLSTATE_ERRORS, translate
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        yield conn
+
+
+def one(conn: psycopg.Connection[Any], query: str, params: Any = None) -> Any:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def create_topic(conn: psycopg.Connection[Any], name: str, partitions: int = 1) -> int:
+    return int(
+        one(conn, "SELECT txnq.create_topic_v1(%s, %s, 0, 0, NULL, 1024)", (name, partitions))
+    )
+
+
+def subscribe(conn: psycopg.Connection[Any], topic_id: int, name: str) -> int:
+    return int(
+        one(
+            conn,
+            "SELECT txnq.subscribe_v1(%s, %s, 'exclusive', 'read_committed', 'earliest')",
+            (topic_id, name),
+        )
+    )
+
+
+def fetch_after_cursor(
+    conn: psycopg.Connection[Any], topic_id: int, partition: int, subscription_id: int
+) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT f.entry_offset, f.payloads, f.keys, f.properties, f.acked_batch_indexes "
+        "FROM txnq.cursors c, "
+        "LATERAL txnq.fetch_v1(c.topic_id, c.partition, c.subscription_id, c.mark_delete_offset) f "
+        "WHERE c.topic_id = %s AND c.partition = %s AND c.subscription_id = %s",
+        (topic_id, partition, subscription_id),
+    ).fetchall()
+
+
+def test_plain_sql_creates_a_topic_produces_consumes_and_acknowledges(
+    conn: psycopg.Connection[Any],
+) -> None:
+    topic_id = create_topic(conn, "orders")
+    subscription_id = subscribe(conn, topic_id, "billing")
+
+    appended = conn.execute(
+        "SELECT entry_offset, duplicate FROM txnq.append_v1(%s, 0, NULL, NULL, NULL, "
+        "ARRAY['hello', 'world']::bytea[], ARRAY['k1', NULL]::bytea[], "
+        """ARRAY['{"a": "1"}', NULL]::jsonb[])""",
+        (topic_id,),
+    ).fetchall()
+    conn.execute(
+        "SELECT * FROM txnq.append_v1(%s, 0, NULL, NULL, NULL, ARRAY['again']::bytea[])",
+        (topic_id,),
+    )
+    assert appended == [(0, False)]
+
+    assert fetch_after_cursor(conn, topic_id, 0, subscription_id) == [
+        (0, [b"hello", b"world"], [b"k1", None], [{"a": "1"}, None], None),
+        (1, [b"again"], None, None, None),
+    ]
+
+    assert one(conn, "SELECT txnq.ack_v1(%s, 0, %s, 0)", (topic_id, subscription_id)) == 0
+    assert [row[0] for row in fetch_after_cursor(conn, topic_id, 0, subscription_id)] == [1]
+    assert one(conn, "SELECT txnq.ack_v1(%s, 0, %s, 1)", (topic_id, subscription_id)) == 1
+    assert fetch_after_cursor(conn, topic_id, 0, subscription_id) == []
+
+
+def test_plain_sql_acknowledges_one_message_of_a_batch(conn: psycopg.Connection[Any]) -> None:
+    topic_id = create_topic(conn, "orders")
+    subscription_id = subscribe(conn, topic_id, "billing")
+    conn.execute(
+        "SELECT * FROM txnq.append_v1(%s, 0, NULL, NULL, NULL, ARRAY['a', 'b', 'c']::bytea[])",
+        (topic_id,),
+    )
+
+    conn.execute(
+        "SELECT txnq.ack_v1(%s, 0, %s, NULL, ARRAY[0], ARRAY[1], ARRAY[3])",
+        (topic_id, subscription_id),
+    )
+
+    ((offset, _, _, _, acked),) = fetch_after_cursor(conn, topic_id, 0, subscription_id)
+    assert (offset, acked) == (0, [1])
+
+
+def test_a_python_consumer_receives_what_plain_sql_produced(
+    conn: psycopg.Connection[Any], dsn: str
+) -> None:
+    topic_id = create_topic(conn, "orders")
+    event_time = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    conn.execute(
+        "SELECT * FROM txnq.append_v1(%s, 0, NULL, NULL, NULL, ARRAY['from sql']::bytea[], "
+        "ARRAY['k1']::bytea[], ARRAY[%s::jsonb], ARRAY[%s::timestamptz])",
+        (topic_id, json.dumps({"lang": "sql"}), event_time),
+    )
+
+    with (
+        txnq.Client(dsn) as client,
+        client.subscribe(
+            "orders", "billing", initial_position="earliest", poll_interval="200ms"
+        ) as consumer,
+    ):
+        (message,) = receive_messages(consumer, 1)
+
+    assert (message.value, message.key, message.properties, message.event_time) == (
+        b"from sql",
+        "k1",
+        {"lang": "sql"},
+        event_time,
+    )
+    assert message.producer_id is None
+
+
+def test_plain_sql_reads_what_the_python_producer_batched(
+    conn: psycopg.Connection[Any], dsn: str
+) -> None:
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("orders")
+        subscription_id = subscribe(conn, client.admin.get_topic("orders").topic_id, "billing")
+        with client.producer("orders", batching_max_delay="1s") as producer:
+            for i in range(3):
+                producer.send_async(f"m{i}", key=f"k{i}", properties={"i": str(i)})
+
+    assert sql(
+        dsn,
+        "SELECT batch_index, payload, convert_from(key, 'UTF8'), properties ->> 'i', sequence "
+        "FROM txnq.messages ORDER BY entry_offset, batch_index",
+    ) == [(0, b"m0", "k0", "0", 0), (1, b"m1", "k1", "1", 1), (2, b"m2", "k2", "2", 2)]
+    topic_id = sql_value(dsn, "SELECT topic_id FROM txnq.topics")
+    ((offset, payloads, keys, _, _),) = fetch_after_cursor(conn, topic_id, 0, subscription_id)
+    assert (offset, payloads, keys) == (0, [b"m0", b"m1", b"m2"], [b"k0", b"k1", b"k2"])
+
+
+def test_plain_sql_appends_atomically_with_the_callers_own_tables(
+    conn: psycopg.Connection[Any], dsn: str
+) -> None:
+    # The transactional outbox: the business row and the message commit together.
+    topic_id = create_topic(conn, "orders")
+    conn.execute("CREATE TABLE public.orders (id int PRIMARY KEY)")
+    append = "SELECT entry_offset FROM txnq.append_v1(%s, 0, NULL, NULL, NULL, ARRAY[%s]::bytea[])"
+
+    with pytest.raises(RuntimeError), conn.transaction():
+        conn.execute("INSERT INTO public.orders VALUES (1)")
+        conn.execute(append, (topic_id, b"order 1 created"))
+        raise RuntimeError("the caller's transaction fails")
+
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.entries") == 0
+    assert sql_value(dsn, "SELECT next_offset FROM txnq.partitions") == 0  # no gap either
+
+    with conn.transaction():
+        conn.execute("INSERT INTO public.orders VALUES (2)")
+        offset = one(conn, append, (topic_id, b"order 2 created"))
+
+    assert offset == 0
+    assert sql(dsn, "SELECT payload FROM txnq.messages") == [(b"order 2 created",)]
+    assert sql(dsn, "SELECT id FROM public.orders") == [(2,)]
+
+
+# -- errors: SQLSTATE class TQ -----------------------------------------------------
+
+
+@pytest.fixture
+def world(conn: psycopg.Connection[Any]) -> dict[str, int]:
+    """A topic 'orders' (2 partitions, 1 KiB messages) with one message, a
+    subscription 'billing' with a live consumer, and a producer 'p1'."""
+    topic_id = create_topic(conn, "orders", partitions=2)
+    subscription_id = subscribe(conn, topic_id, "billing")
+    consumer_id = one(conn, "SELECT txnq.register_consumer_v1(%s, 'c1', 0, 60)", (subscription_id,))
+    ((producer_id, epoch),) = conn.execute(
+        "SELECT DISTINCT producer_id, epoch FROM txnq.register_producer_v1(%s, 'p1')", (topic_id,)
+    ).fetchall()
+    conn.execute(
+        "SELECT * FROM txnq.append_v1(%s, 0, %s, %s, 0, ARRAY['first']::bytea[])",
+        (topic_id, producer_id, epoch),
+    )
+    return {
+        "topic_id": topic_id,
+        "subscription_id": subscription_id,
+        "consumer_id": consumer_id,
+        "producer_id": producer_id,
+        "epoch": epoch,
+    }
+
+
+APPEND = "SELECT * FROM txnq.append_v1(%(topic_id)s, "
+SUBSCRIBE = "SELECT txnq.subscribe_v1(%(topic_id)s, "
+# name: (SQLSTATE, statement); %(name)s placeholders come from the `world` fixture.
+ERRORS = {
+    "topic-exists": ("TQ010", "SELECT txnq.create_topic_v1('orders', 1, 0, 0, NULL, 1024)"),
+    "bad-topic-name": ("TQ005", "SELECT txnq.create_topic_v1('no spaces', 1, 0, 0, NULL, 1024)"),
+    "zero-partitions": ("TQ005", "SELECT txnq.create_topic_v1('t', 0, 0, 0, NULL, 1024)"),
+    "zero-max-message-bytes": ("TQ005", "SELECT txnq.create_topic_v1('t', 1, 0, 0, NULL, 0)"),
+    "append-unknown-topic": (
+        "TQ001",
+        "SELECT * FROM txnq.append_v1(999, 0, NULL, NULL, NULL, ARRAY['x']::bytea[])",
+    ),
+    "append-unknown-partition": ("TQ001", APPEND + "7, NULL, NULL, NULL, ARRAY['x']::bytea[])"),
+    "append-too-large": (
+        "TQ004",
+        APPEND + "0, NULL, NULL, NULL, ARRAY[convert_to(repeat('x', 1025), 'UTF8')])",
+    ),
+    "append-empty-batch": ("TQ005", APPEND + "0, NULL, NULL, NULL, '{}')"),
+    "append-keys-mismatch": (
+        "TQ005",
+        APPEND + "0, NULL, NULL, NULL, ARRAY['x']::bytea[], ARRAY['k1', 'k2']::bytea[])",
+    ),
+    "append-sequence-gap": (
+        "TQ003",
+        APPEND + "0, %(producer_id)s, %(epoch)s, 5, ARRAY['x']::bytea[])",
+    ),
+    "append-wrong-epoch": (
+        "TQ002",
+        APPEND + "0, %(producer_id)s, %(epoch)s + 1, 1, ARRAY['x']::bytea[])",
+    ),
+    "subscribe-unknown-topic": (
+        "TQ001",
+        "SELECT txnq.subscribe_v1(999, 's', 'exclusive', 'read_committed', 'earliest')",
+    ),
+    "bad-initial-position": ("TQ005", SUBSCRIBE + "'s', 'exclusive', 'read_committed', 'middle')"),
+    "bad-subscription-type": ("TQ005", SUBSCRIBE + "'s', 'fanout', 'read_committed', 'earliest')"),
+    "bad-isolation": ("TQ005", SUBSCRIBE + "'s', 'exclusive', 'serializable', 'earliest')"),
+    "bad-subscription-name": (
+        "TQ005",
+        SUBSCRIBE + "'no spaces', 'exclusive', 'read_committed', 'earliest')",
+    ),
+    "subscription-type-mismatch": (
+        "TQ008",
+        SUBSCRIBE + "'billing', 'failover', 'read_committed', 'earliest')",
+    ),
+    "exclusive-busy": (
+        "TQ007",
+        "SELECT txnq.register_consumer_v1(%(subscription_id)s, 'c2', 0, 60)",
+    ),
+    "register-unknown-subscription": (
+        "TQ006",
+        "SELECT txnq.register_consumer_v1(999, 'c2', 0, 60)",
+    ),
+    "heartbeat-expired": ("TQ009", "SELECT * FROM txnq.heartbeat_consumer_v1(999, 60)"),
+    "producer-unknown-topic": ("TQ001", "SELECT * FROM txnq.register_producer_v1(999, 'p2')"),
+    "bad-producer-name": (
+        "TQ005",
+        "SELECT * FROM txnq.register_producer_v1(%(topic_id)s, 'no spaces')",
+    ),
+    "fetch-unknown-subscription": (
+        "TQ006",
+        "SELECT * FROM txnq.fetch_v1(%(topic_id)s, 0, 999, -1)",
+    ),
+    "ack-beyond-high-watermark": (
+        "TQ005",
+        "SELECT txnq.ack_v1(%(topic_id)s, 0, %(subscription_id)s, 99)",
+    ),
+    "ack-unknown-subscription": ("TQ006", "SELECT txnq.ack_v1(%(topic_id)s, 0, 999, NULL)"),
+    "seek-nowhere": ("TQ005", "SELECT txnq.seek_v1(%(topic_id)s, 0, %(subscription_id)s)"),
+    "seek-unknown-subscription": ("TQ006", "SELECT txnq.seek_v1(%(topic_id)s, 0, 999, 0)"),
+    "shrink-topic": ("TQ005", "SELECT txnq.add_partitions_v1(%(topic_id)s, 1)"),
+    "grow-unknown-topic": ("TQ001", "SELECT txnq.add_partitions_v1(999, 3)"),
+    "delete-unknown-topic": ("TQ001", "SELECT txnq.delete_topic_v1(999)"),
+    "delete-busy-topic": ("TQ011", "SELECT txnq.delete_topic_v1(%(topic_id)s)"),
+    "unsubscribe-busy": ("TQ007", "SELECT txnq.unsubscribe_v1(%(subscription_id)s)"),
+    "unsubscribe-unknown": ("TQ006", "SELECT txnq.unsubscribe_v1(999)"),
+}
+
+
+def database_state(dsn: str) -> list[tuple[Any, ...]]:
+    return sql(
+        dsn,
+        "SELECT (SELECT count(*) FROM txnq.topics), (SELECT count(*) FROM txnq.entries), "
+        "(SELECT count(*) FROM txnq.subscriptions), (SELECT count(*) FROM txnq.consumers), "
+        "(SELECT count(*) FROM txnq.producers), (SELECT sum(next_offset) FROM txnq.partitions), "
+        "(SELECT sum(mark_delete_offset) FROM txnq.cursors)",
+    )
+
+
+@pytest.mark.parametrize(("sqlstate", "statement"), list(ERRORS.values()), ids=list(ERRORS))
+def test_sql_functions_fail_with_a_txnq_sqlstate_and_write_nothing(
+    conn: psycopg.Connection[Any], dsn: str, world: dict[str, int], sqlstate: str, statement: str
+) -> None:
+    before = database_state(dsn)
+
+    with pytest.raises(psycopg.Error) as raised:
+        conn.execute(statement, world)
+
+    assert raised.value.sqlstate == sqlstate, raised.value.diag.message_primary
+    assert raised.value.diag.message_primary
+    assert isinstance(translate(raised.value), SQLSTATE_ERRORS[sqlstate])
+    assert database_state(dsn) == before
+
+
+def test_every_txnq_sqlstate_is_proven_by_a_statement() -> None:
+    assert {sqlstate for sqlstate, _ in ERRORS.values()} == set(SQLSTATE_ERRORS)

@@ -1,0 +1,352 @@
+"""The scheduler worker: periodic maintenance jobs that call the library.
+
+    txnq worker scheduler --dsn postgresql://...      # or: python -m txnq.workers.scheduler
+
+A job is one line in :data:`JOBS`: a name, a function of a :class:`JobContext`
+that returns what it did (for the log), and how often it runs (``every``: a
+number of seconds or a function of the settings; None runs it once, when the
+scheduler starts). Jobs that exist today:
+
+- ``publish_settings`` (once at start): write the server-side settings
+  (ledger and entry-log rollover) into ``txnq.config``;
+- ``roll_entry_log`` (every 60 s): ``txnq.roll_entry_log_v1(false)``. Appends
+  check the entry log's size only on a sample, so an idle system rolls by age
+  only through this job.
+
+Any number of scheduler processes may run against one database: each run of a
+job first takes a session-level advisory lock for the job (on a connection the
+job keeps for itself) and skips the run when another process holds it, so one
+instance of a job runs at a time across processes. Within a process APScheduler
+runs one instance of each job at a time (``max_instances=1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
+
+import psycopg
+from apscheduler.schedulers.background import BackgroundScheduler
+from psycopg.conninfo import conninfo_to_dict
+
+from txnq import errors, migrate
+from txnq.client import Client
+from txnq.settings import Settings, load_settings
+from txnq.storage import connect, create_engine_for, libpq_dsn
+
+log = logging.getLogger("txnq.workers.scheduler")
+
+# The advisory lock that keeps one instance of a job running across processes.
+# It is the worker's own coordination, not part of the data path, and this
+# module may not add to sql/queries/ (owned elsewhere), so the SQL stays here.
+# Session-level: held on the job's own connection from the start to the end of
+# a run; if the process dies, PostgreSQL drops the lock with the connection.
+TRY_JOB_LOCK = "SELECT pg_try_advisory_lock(hashtext(%(key)s))"
+RELEASE_JOB_LOCK = "SELECT pg_advisory_unlock(hashtext(%(key)s))"
+
+#: How often the entry log is checked for rollover by age or size.
+ENTRY_LOG_CHECK_SECONDS = 60.0
+
+
+@dataclass
+class JobContext:
+    """What a job runs with: the scheduler's client, and ``state`` that the job
+    keeps between its runs in this process (e.g. what it saw last time)."""
+
+    client: Client
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> Settings:
+        return self.client.settings
+
+
+@dataclass(frozen=True)
+class Job:
+    """A maintenance job: ``run`` returns a one-line account of what it did."""
+
+    name: str
+    run: Callable[[JobContext], str]
+    # Seconds between runs, or a function of the settings giving them;
+    # None: once, when the scheduler starts.
+    every: float | Callable[[Settings], float] | None = None
+
+    @property
+    def lock_key(self) -> str:
+        return f"txnq.job.{self.name}"
+
+    def interval(self, settings: Settings) -> float | None:
+        return self.every(settings) if callable(self.every) else self.every
+
+
+# -- the jobs -----------------------------------------------------------------
+
+
+def publish_settings(context: JobContext) -> str:
+    """Write this process's rollover settings where the SQL functions read them."""
+    settings = context.settings
+    engine = create_engine_for(context.client.dsn, pool_size=1, application_name="txnq-scheduler")
+    try:
+        with engine.connect() as connection:
+            migrate.publish_settings(connection, settings)
+            connection.commit()
+    finally:
+        engine.dispose()
+    return (
+        "published the server-side settings: entry logs roll at "
+        f"{settings.entry_log_max_bytes} bytes or {settings.entry_log_max_age_seconds:g}s, "
+        f"ledgers at {settings.ledger_max_entries} entries or {settings.ledger_max_bytes} bytes "
+        f"(after {settings.ledger_min_rollover_seconds:g}s to "
+        f"{settings.ledger_max_rollover_seconds:g}s)"
+    )
+
+
+def roll_entry_log(context: JobContext) -> str:
+    """Start a new entry log when the active one is older or larger than allowed."""
+    rows = context.client.query("roll_entry_log", {"force": False})
+    active = int(next(iter(rows[0].values())))
+    previous = context.state.get("active_entry_log")
+    context.state["active_entry_log"] = active
+    if previous is not None and previous != active:
+        return f"the active entry log is now {active} (was {previous})"
+    return f"the active entry log {active} is neither full nor old: nothing to roll"
+
+
+#: The jobs every scheduler runs. Adding a job is one line here.
+JOBS: tuple[Job, ...] = (
+    Job("publish_settings", publish_settings),
+    Job("roll_entry_log", roll_entry_log, every=ENTRY_LOG_CHECK_SECONDS),
+)
+
+
+# -- running jobs -------------------------------------------------------------
+
+
+class _JobRunner:
+    """Runs one job under its advisory lock, on a connection kept for the lock."""
+
+    def __init__(self, job: Job, client: Client) -> None:
+        self.job = job
+        self._context = JobContext(client)
+        self._client = client
+        self._lock_conn: psycopg.Connection[Any] | None = None
+        self._mutex = threading.Lock()  # a one-shot run and close() may overlap
+
+    def __call__(self) -> None:
+        with self._mutex:
+            self._run_once()
+
+    def _run_once(self) -> None:
+        name, key = self.job.name, self.job.lock_key
+        try:
+            if self._lock_conn is None or self._lock_conn.closed:
+                self._lock_conn = connect(
+                    self._client.dsn, application_name=f"txnq-scheduler-{name}"
+                )
+            row = self._lock_conn.execute(TRY_JOB_LOCK, {"key": key}).fetchone()
+        except (psycopg.Error, errors.TxnqError) as exc:
+            log.warning("job %s: skipped, PostgreSQL is unavailable: %s", name, exc)
+            self._drop_connection()
+            return
+        if row is None or not row[0]:
+            log.info("job %s: skipped, another process is running it", name)
+            return
+        started = time.monotonic()
+        try:
+            outcome = self.job.run(self._context)
+        except Exception as exc:
+            log.error(
+                "job %s: failed after %.3fs: %s: %s",
+                name,
+                time.monotonic() - started,
+                type(exc).__name__,
+                exc,
+                exc_info=not isinstance(exc, errors.TxnqError | psycopg.OperationalError),
+            )
+        else:
+            log.info("job %s: %s (%.3fs)", name, outcome, time.monotonic() - started)
+        finally:
+            try:
+                self._lock_conn.execute(RELEASE_JOB_LOCK, {"key": key})
+            except psycopg.Error:
+                self._drop_connection()  # closing the session releases the lock
+
+    def _drop_connection(self) -> None:
+        if self._lock_conn is not None:
+            try:
+                self._lock_conn.close()
+            except psycopg.Error:
+                pass
+            self._lock_conn = None
+
+    def close(self) -> None:
+        with self._mutex:
+            self._drop_connection()
+
+
+class Scheduler:
+    """Runs :data:`JOBS` against one database.
+
+    ``start()`` connects (``dsn``, else TXNQ_DSN, else the embedded server, as
+    :class:`txnq.Client`), runs the one-shot jobs, then schedules the periodic
+    ones in a background thread; ``shutdown()`` stops them and waits for runs in
+    progress; ``run_forever()`` does both around a wait for SIGINT or SIGTERM.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        settings: Settings | None = None,
+        jobs: Sequence[Job] = JOBS,
+    ) -> None:
+        self._dsn = dsn
+        self._settings = settings
+        self.jobs = tuple(jobs)
+        self.client: Client | None = None
+        self._runners: list[_JobRunner] = []
+        self._scheduler: BackgroundScheduler | None = None
+
+    @property
+    def dsn(self) -> str | None:
+        return self.client.dsn if self.client is not None else self._dsn
+
+    def start(self) -> None:
+        if self.client is not None:
+            raise errors.TxnqError("the scheduler is running already")
+        settings = self._settings or load_settings()
+        client = Client(self._dsn, settings=settings)
+        self.client = client
+        scheduler = BackgroundScheduler(
+            timezone=UTC,
+            # A run that was due while the previous one was still going is
+            # dropped, not queued up; one run at a time per job and process.
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+        )
+        now = datetime.now(UTC)
+        try:
+            for job in self.jobs:
+                runner = _JobRunner(job, client)
+                self._runners.append(runner)
+                interval = job.interval(settings)
+                if interval is None:
+                    runner()
+                    continue
+                scheduler.add_job(
+                    runner,
+                    "interval",
+                    seconds=interval,
+                    id=job.name,
+                    name=job.name,
+                    next_run_time=now,
+                )
+                log.info("job %s: every %gs", job.name, interval)
+            scheduler.start()
+        except BaseException:
+            self._close_connections()
+            raise
+        self._scheduler = scheduler
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop scheduling, wait for runs in progress (``wait``), disconnect. Idempotent."""
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None and scheduler.running:
+            scheduler.shutdown(wait=wait)
+        self._close_connections()
+
+    def _close_connections(self) -> None:
+        for runner in self._runners:
+            runner.close()
+        self._runners = []
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def run_forever(self) -> None:
+        """Start, run until SIGINT or SIGTERM, then shut down cleanly."""
+        stop = StopSignal()
+        with stop:
+            self.start()
+            try:
+                log.info("scheduler running on %s; stop with Ctrl-C or SIGTERM", self._where())
+                received = stop.wait()
+                log.info("scheduler stopping (%s)", received)
+            finally:
+                self.shutdown()
+
+    def _where(self) -> str:
+        # host:port/dbname, never the password.
+        params = conninfo_to_dict(libpq_dsn(self.dsn)) if self.dsn else {}
+        return f"{params.get('host', '?')}:{params.get('port', 5432)}/{params.get('dbname', '?')}"
+
+
+class StopSignal:
+    """SIGINT and SIGTERM handled as a request to stop, while in the ``with`` block.
+
+    ``wait()`` blocks until one arrives and returns its name. The previous
+    handlers come back on exit. Only usable from the main thread (Python
+    delivers signals there).
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._received: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._received is None:
+            self._received = signal.Signals(signum).name
+        self._event.set()
+
+    def __enter__(self) -> StopSignal:
+        for signum in self.SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self) -> str:
+        # Short waits, so the main thread returns to the interpreter and runs
+        # the signal handler promptly.
+        while not self._event.wait(0.5):
+            pass
+        return self._received or "stop"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m txnq.workers.scheduler", description="Run the txnq scheduler worker."
+    )
+    parser.add_argument(
+        "--dsn", help="PostgreSQL URL (default: TXNQ_DSN, else the embedded server)"
+    )
+    parser.add_argument("--log-level", default="INFO", help="python logging level (INFO)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    try:
+        Scheduler(args.dsn).run_forever()
+    except errors.TxnqError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+if __name__ == "__main__":
+    main()
