@@ -182,6 +182,7 @@ class Consumer:
         wait = None if timeout is None else parse_duration(timeout, what="timeout")
         deadline = None if wait is None else time.monotonic() + wait
         with self._cond:
+            self._check_usable()
             while not self._queue:
                 self._check_usable()
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -221,7 +222,15 @@ class Consumer:
 
     def acknowledge(self, message: Message | MessageId | Iterable[Message | MessageId]) -> None:
         """Acknowledge messages individually; durable when this returns."""
-        items = [message] if isinstance(message, Message | MessageId) else list(message)
+        if isinstance(message, Message | MessageId):
+            items: list[object] = [message]
+        elif isinstance(message, Iterable) and not isinstance(message, str | bytes):
+            items = list(message)
+        else:
+            raise errors.InvalidArgumentError(
+                "acknowledge takes a Message, a MessageId or a list of them, "
+                f"not {type(message).__name__}"
+            )
         per_partition: dict[int, tuple[list[int], list[int], list[int]]] = {}
         for item in items:
             message_id, size = self._identify(item)
@@ -374,6 +383,7 @@ class Consumer:
             if self._closed:
                 return
             self._closed = True
+            self._queue.clear()  # redelivered to the next consumer, never handed out here
             self._cond.notify_all()
         self._wake_fetcher()
         self._thread.join(timeout=self._poll_interval + 5)

@@ -17,7 +17,7 @@ def validate_name(value: object, kind: str) -> str:
     """Return ``value`` if it is a valid name, else raise InvalidNameError naming ``kind``."""
     if not isinstance(value, str):
         raise InvalidNameError(f"{kind} name must be a str, not {type(value).__name__}")
-    if not NAME_PATTERN.match(value):
+    if not NAME_PATTERN.fullmatch(value):
         raise InvalidNameError(
             f"{kind} name {value!r} is not valid: use 1 to 200 characters of "
             "A-Z a-z 0-9 . _ - (no spaces, slashes or quotes)"

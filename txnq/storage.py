@@ -74,7 +74,7 @@ def create_engine_for(dsn: str, *, pool_size: int = 5, application_name: str = "
         isolation_level="AUTOCOMMIT",
         pool_size=pool_size,
         max_overflow=pool_size * 4,
-        pool_pre_ping=False,
+        pool_pre_ping=True,
         pool_recycle=3600,
     )
 

@@ -26,6 +26,10 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('a topic has 1 to 4096 partitions, not %s', p_partitions);
     END IF;
+    IF p_max_message_bytes IS NULL OR p_max_message_bytes < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('max_message_bytes must be at least 1, not %s', p_max_message_bytes);
+    END IF;
     INSERT INTO txnq.topics (name, partitions, retention_seconds, retention_bytes, ttl_seconds, max_message_bytes)
     VALUES (p_name, p_partitions, p_retention_seconds, p_retention_bytes, p_ttl_seconds, p_max_message_bytes)
     ON CONFLICT (name) DO NOTHING

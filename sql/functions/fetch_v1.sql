@@ -59,10 +59,10 @@ BEGIN
          WHERE e.topic_id = p_topic_id AND e.partition = p_partition
            AND e.entry_offset > p_after_offset AND e.entry_offset <= v_limit
            AND e.marker IS NULL
+           AND (a.entry_offset IS NULL OR a.acked_batch_indexes IS NOT NULL)
          ORDER BY e.entry_offset
          LIMIT p_max_entries
     LOOP
-        CONTINUE WHEN r.has_ack AND r.acked_batch_indexes IS NULL;
         entry_offset := r.entry_offset;
         publish_time := r.publish_time;
         producer_id := r.producer_id;

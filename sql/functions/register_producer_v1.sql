@@ -15,6 +15,10 @@ DECLARE
     v_producer_id bigint;
     v_epoch integer;
 BEGIN
+    IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9._-]{1,200}$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('producer name %L is not valid: use 1 to 200 of A-Z a-z 0-9 . _ -', p_name);
+    END IF;
     PERFORM 1 FROM txnq.topics t WHERE t.topic_id = p_topic_id FOR KEY SHARE;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ001', MESSAGE = format('topic id %s does not exist', p_topic_id);

@@ -21,6 +21,18 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_sub txnq.subscriptions%ROWTYPE;
 BEGIN
+    IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9._-]{1,200}$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('subscription name %L is not valid: use 1 to 200 of A-Z a-z 0-9 . _ -', p_name);
+    END IF;
+    IF p_subscription_type IS NULL OR p_subscription_type NOT IN ('exclusive', 'failover', 'shared', 'key_shared') THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('subscription type must be exclusive, failover, shared or key_shared, not %L', p_subscription_type);
+    END IF;
+    IF p_isolation IS NULL OR p_isolation NOT IN ('read_committed', 'read_uncommitted') THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('isolation must be read_committed or read_uncommitted, not %L', p_isolation);
+    END IF;
     IF p_initial_position NOT IN ('earliest', 'latest') THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('initial position must be earliest or latest, not %L', p_initial_position);
