@@ -50,7 +50,7 @@ def test_upgrade_is_idempotent_and_reports_the_head(dsn: str) -> None:
     assert upgrade(dsn) == head_revision()
 
 
-def test_downgrade_then_upgrade_rebuilds_the_schema(dsn: str) -> None:
+def _downgrade_to_base(dsn: str) -> None:
     from alembic import command
 
     engine = create_engine_for(dsn)
@@ -59,6 +59,15 @@ def test_downgrade_then_upgrade_rebuilds_the_schema(dsn: str) -> None:
             config = alembic_config(dsn)
             config.attributes["connection"] = connection
             command.downgrade(config, "base")
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_then_upgrade_rebuilds_the_schema(dsn: str) -> None:
+    _downgrade_to_base(dsn)
+    engine = create_engine_for(dsn)
+    try:
+        with engine.connect() as connection:
             assert current_revision(connection) is None
             count = connection.execute(
                 text(
@@ -104,15 +113,6 @@ def test_a_newer_schema_is_accepted_because_functions_are_versioned(dsn: str) ->
 
 
 def test_client_refuses_a_database_whose_schema_was_rolled_back(dsn: str) -> None:
-    from alembic import command
-
-    engine = create_engine_for(dsn)
-    try:
-        with engine.connect() as connection:
-            config = alembic_config(dsn)
-            config.attributes["connection"] = connection
-            command.downgrade(config, "base")
-    finally:
-        engine.dispose()
+    _downgrade_to_base(dsn)
     with pytest.raises(errors.SchemaOutdatedError, match="txnq migrate"):
         Client(dsn)
