@@ -1188,14 +1188,17 @@ def _receive_and_print(
         if not batch:
             continue
         idle_since = time.monotonic()
+        first = received.count == 0
+        # Record before printing: a stop signal between the two must never leave
+        # a printed message unacknowledged.
+        for message in batch:
+            received.last[message.partition] = message
+        received.count += len(batch)
         if as_json:
             for message in batch:
                 _print_json(_message_dict(message), lines=True)
         else:
-            console.print(_messages_table(batch, header=received.count == 0))
-        for message in batch:
-            received.last[message.partition] = message
-        received.count += len(batch)
+            console.print(_messages_table(batch, header=first))
 
 
 # -- txnq subscriptions ---------------------------------------------------------
