@@ -452,11 +452,6 @@ def test_acknowledging_a_message_that_was_never_written_is_refused(
         consumer.acknowledge(MessageId("orders", 0, 99, 0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: acks of several partitions are separate autocommit calls; "
-    "fix: one transaction on the ack connection",
-)
 def test_a_list_of_acks_with_one_bad_item_acknowledges_nothing(
     dsn: str, consumer_with_messages: tuple[txnq.Consumer, list[txnq.Message]]
 ) -> None:

@@ -210,11 +210,6 @@ def test_a_long_run_of_individually_acked_entries_does_not_stall_delivery(
     assert [m.offset for m in again] == [0, 6, 7]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: a MessageId the consumer did not fetch is acked as a whole entry; "
-    "fix: let ack_v1 look up entries.message_count",
-)
 def test_acknowledging_a_batch_message_by_its_id_acks_only_that_message(
     client: txnq.Client,
 ) -> None:
@@ -589,3 +584,19 @@ def test_a_waiting_consumer_is_woken_by_notify_long_before_its_poll_interval(
         message = consumer.receive(timeout=3)
         assert message is not None and message.value == b"wake up"
         assert time.monotonic() - sent_at < 1.0
+
+
+def test_live_producers_and_consumers_follow_added_partitions(client: txnq.Client) -> None:
+    client.admin.create_topic("growing", partitions=1)
+    consumer = client.subscribe(
+        "growing", "billing", initial_position="earliest", lease="600ms", **FAST
+    )
+    producer = client.producer("growing")
+    producer.send("before")
+    client.admin.update_topic("growing", partitions=3)
+    # An explicit partition beyond what the producer knew makes it look again.
+    producer.send("on the new partition", partition=2)
+    received = receive_messages(consumer, 2, timeout=10)
+    assert {m.message_id.partition for m in received} == {0, 2}
+    consumer.acknowledge(received)
+    assert_nothing_more(consumer)

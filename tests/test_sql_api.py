@@ -5,6 +5,7 @@ its own transaction if it likes — and gets its errors as SQLSTATE class TQ."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -193,17 +194,39 @@ def world(conn: psycopg.Connection[Any]) -> dict[str, int]:
         "SELECT * FROM txnq.append_v1(%s, 0, %s, %s, 0, ARRAY['first']::bytea[])",
         (topic_id, producer_id, epoch),
     )
+    # Transactions: one open that holds a pending ack of offset 0, one ended,
+    # one past its timeout.
+    open_txn = "SELECT tc_id, txn_seq FROM txnq.open_txn_v1(0, %s)"
+    ((open_tc, open_seq),) = conn.execute(open_txn, (60,)).fetchall()
+    conn.execute(
+        "SELECT txnq.ack_v2(%s, 0, %s, NULL, ARRAY[0], ARRAY[-1], ARRAY[1], NULL, NULL, %s, %s)",
+        (topic_id, subscription_id, open_tc, open_seq),
+    )
+    ((ended_tc, ended_seq),) = conn.execute(open_txn, (60,)).fetchall()
+    conn.execute("SELECT * FROM txnq.end_txn_v1(%s, %s, false)", (ended_tc, ended_seq))
+    ((late_tc, late_seq),) = conn.execute(open_txn, (0.001,)).fetchall()
+    time.sleep(0.01)
     return {
         "topic_id": topic_id,
         "subscription_id": subscription_id,
         "consumer_id": consumer_id,
         "producer_id": producer_id,
         "epoch": epoch,
+        "open_tc": open_tc,
+        "open_seq": open_seq,
+        "ended_tc": ended_tc,
+        "ended_seq": ended_seq,
+        "late_tc": late_tc,
+        "late_seq": late_seq,
     }
 
 
 APPEND = "SELECT * FROM txnq.append_v1(%(topic_id)s, "
 SUBSCRIBE = "SELECT txnq.subscribe_v1(%(topic_id)s, "
+TXN_APPEND = (
+    "SELECT * FROM txnq.append_v2(%(topic_id)s, 1, NULL, NULL, NULL, ARRAY['x']::bytea[], "
+    "NULL, NULL, NULL, "
+)
 # name: (SQLSTATE, statement); %(name)s placeholders come from the `world` fixture.
 ERRORS = {
     "topic-exists": ("TQ010", "SELECT txnq.create_topic_v1('orders', 1, 0, 0, NULL, 1024)"),
@@ -278,6 +301,24 @@ ERRORS = {
     "delete-busy-topic": ("TQ011", "SELECT txnq.delete_topic_v1(%(topic_id)s)"),
     "unsubscribe-busy": ("TQ007", "SELECT txnq.unsubscribe_v1(%(subscription_id)s)"),
     "unsubscribe-unknown": ("TQ006", "SELECT txnq.unsubscribe_v1(999)"),
+    "ack-pending-in-a-transaction": (
+        "TQ012",
+        "SELECT txnq.ack_v2(%(topic_id)s, 0, %(subscription_id)s, NULL, ARRAY[0], ARRAY[-1], "
+        "ARRAY[1])",
+    ),
+    "append-to-ended-transaction": ("TQ013", TXN_APPEND + "%(ended_tc)s, %(ended_seq)s)"),
+    "append-to-unknown-transaction": ("TQ014", TXN_APPEND + "9, 999)"),
+    "append-to-timed-out-transaction": ("TQ015", TXN_APPEND + "%(late_tc)s, %(late_seq)s)"),
+    "bind-to-stale-epoch": (
+        "TQ002",
+        "SELECT txnq.bind_txn_v1(%(open_tc)s, %(open_seq)s, 'never-started', 0)",
+    ),
+    "transaction-timeout-too-long": ("TQ005", "SELECT * FROM txnq.open_txn_v1(0, 1e9)"),
+    "unknown-coordinator": ("TQ005", "SELECT * FROM txnq.open_txn_v1(70000, 60)"),
+    "end-with-bad-reason": (
+        "TQ005",
+        "SELECT * FROM txnq.end_txn_v1(%(open_tc)s, %(open_seq)s, true, 'because')",
+    ),
 }
 
 

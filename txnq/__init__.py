@@ -8,6 +8,9 @@ producer.send(b"payload", key="k1")
 consumer = client.subscribe("orders", "billing", initial_position="earliest")
 msg = consumer.receive(timeout=1.0)
 consumer.acknowledge(msg)
+with client.new_transaction() as txn:   # produce and acknowledge atomically
+    producer.send(b"out", txn=txn)
+    consumer.acknowledge(msg, txn=txn)
 """
 
 from txnq import errors
@@ -17,6 +20,7 @@ from txnq.consumer import Consumer
 from txnq.messages import Message, MessageId
 from txnq.producer import PendingSend, Producer
 from txnq.settings import Settings, load_settings
+from txnq.transaction import Transaction, TxnId
 
 __all__ = [
     "Admin",
@@ -28,6 +32,8 @@ __all__ = [
     "Producer",
     "Settings",
     "TopicInfo",
+    "Transaction",
+    "TxnId",
     "errors",
     "load_settings",
 ]

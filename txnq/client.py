@@ -3,6 +3,9 @@ consumers, the owner of the connection pool (``txnq.Client(dsn)``)."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +16,7 @@ from psycopg.rows import dict_row
 
 from txnq import errors
 from txnq.admin import Admin
+from txnq.durations import Duration, parse_duration
 from txnq.migrate import check_schema, upgrade
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from txnq.consumer import Consumer
     from txnq.embedded import EmbeddedServer
     from txnq.producer import Producer
+    from txnq.transaction import Transaction
 
 
 class _Closeable(Protocol):
@@ -57,6 +62,11 @@ class Client:
         self._lock = threading.Lock()
         self._children: list[_Closeable] = []
         self._closed = False
+        # Transactions: coordinators are picked round-robin from a random start,
+        # so many clients spread over them; the server's limits are read once.
+        self._tc_cycle = itertools.count(random.randrange(1 << 16))
+        self._txn_limits: tuple[int, float] | None = None
+        self._transactional_epochs: dict[str, int] = {}
         try:
             with self._engine.connect() as connection:
                 check_schema(connection)
@@ -64,8 +74,13 @@ class Client:
             self._engine.dispose()
             if isinstance(exc, errors.TxnqError):
                 raise
+            # SQLAlchemy wraps the driver's error and appends a link to its
+            # docs; the driver's own message is what helps here.
+            cause = getattr(exc, "orig", None) or exc
+            detail = str(cause).strip().splitlines()[0] if str(cause).strip() else repr(cause)
             raise errors.ServerUnavailableError(
-                f"cannot use PostgreSQL at the given DSN: {exc}; check TXNQ_DSN / --dsn"
+                f"cannot use PostgreSQL at the given DSN: {detail}; check TXNQ_DSN / --dsn "
+                "and that the server is running"
             ) from exc
         self.admin = Admin(self)
 
@@ -125,6 +140,54 @@ class Client:
         consumer = Consumer(self, topic, subscription, subscription_type, **options)
         self._adopt(consumer)
         return consumer
+
+    # -- transactions -------------------------------------------------------
+
+    def new_transaction(self, timeout: Duration | None = None) -> Transaction:
+        """Open a transaction (``timeout`` default TXN_DEFAULT_TIMEOUT, at most the
+        server's TXN_MAX_TIMEOUT); see :class:`txnq.transaction.Transaction`."""
+        from txnq.transaction import Transaction, TxnId
+
+        seconds = parse_duration(
+            self.settings.txn_default_timeout if timeout is None else timeout,
+            what="timeout",
+            allow_zero=False,
+        )
+        tc_count, max_timeout = self._transaction_limits()
+        if seconds > max_timeout:
+            raise errors.InvalidArgumentError(
+                f"a transaction timeout of {seconds:g}s is above the server maximum of "
+                f"{max_timeout:g}s: shorten it, or raise TXNQ_TXN_MAX_TIMEOUT and run txnq migrate"
+            )
+        tc_id = next(self._tc_cycle) % tc_count
+        rows = self.query("open_txn", {"tc_id": tc_id, "timeout_seconds": seconds})
+        row = rows[0]
+        return Transaction(self, TxnId(row["tc_id"], row["txn_seq"]), seconds, row["timeout_at"])
+
+    def _transaction_limits(self) -> tuple[int, float]:
+        if self._txn_limits is None:
+            row = self.query("txn_limits", {})[0]
+            self._txn_limits = (int(row["tc_count"]), float(row["txn_max_timeout_seconds"]))
+        return self._txn_limits
+
+    def _transactional_epoch(self, transactional_id: str) -> int:
+        """This client's session epoch of a transactional id: the first producer
+        with the id starts a session (fencing older ones and aborting what they
+        left open); later producers of this client with the id share it."""
+        with self._lock:
+            epoch = self._transactional_epochs.get(transactional_id)
+            if epoch is not None:
+                return epoch
+            row = self.query("init_transactional_id", {"transactional_id": transactional_id})[0]
+            epoch = int(row["epoch"])
+            self._transactional_epochs[transactional_id] = epoch
+        # The fenced transactions are decided (ABORTING); finish them now, as
+        # Kafka's initTransactions does, so the new session starts clean. A
+        # coordinator worker finishes any this cannot.
+        for tc_id, txn_seq in zip(row["fenced_tc_ids"], row["fenced_txn_seqs"], strict=True):
+            with contextlib.suppress(errors.TxnqError, psycopg.Error):
+                self.query("complete_txn", {"txn_tc": tc_id, "txn_seq": txn_seq})
+        return epoch
 
     def _adopt(self, child: _Closeable) -> None:
         with self._lock:

@@ -19,6 +19,8 @@ transaction pooling).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import heapq
 import threading
 import time
@@ -41,6 +43,7 @@ from txnq.storage import connect, translate, translated_errors
 
 if TYPE_CHECKING:
     from txnq.client import Client
+    from txnq.transaction import Transaction
 
 SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
 AVAILABLE_TYPES = ("exclusive", "failover")
@@ -220,8 +223,17 @@ class Consumer:
 
     # -- acknowledging ------------------------------------------------------
 
-    def acknowledge(self, message: Message | MessageId | Iterable[Message | MessageId]) -> None:
-        """Acknowledge messages individually; durable when this returns."""
+    def acknowledge(
+        self,
+        message: Message | MessageId | Iterable[Message | MessageId],
+        *,
+        txn: Transaction | None = None,
+    ) -> None:
+        """Acknowledge messages individually; durable when this returns. A list
+        spanning partitions is acknowledged atomically. With ``txn``, the acks
+        are pending until the transaction commits (an abort releases them and
+        the messages are delivered again); a message another open transaction
+        holds raises TransactionConflictError."""
         if isinstance(message, Message | MessageId):
             items: list[object] = [message]
         elif isinstance(message, Iterable) and not isinstance(message, str | bytes):
@@ -231,31 +243,38 @@ class Consumer:
                 "acknowledge takes a Message, a MessageId or a list of them, "
                 f"not {type(message).__name__}"
             )
-        per_partition: dict[int, tuple[list[int], list[int], list[int]]] = {}
+        per_partition: dict[int, tuple[list[int], list[int], list[int | None]]] = {}
         for item in items:
             message_id, size = self._identify(item)
             offsets, indexes, sizes = per_partition.setdefault(message_id.partition, ([], [], []))
             offsets.append(message_id.offset)
-            indexes.append(message_id.batch_index if size > 1 else -1)
+            indexes.append(-1 if size == 1 else message_id.batch_index)
             sizes.append(size)
-        for partition, (offsets, indexes, sizes) in per_partition.items():
-            self._ack(partition, None, offsets, indexes, sizes)
+        self._join(txn)
+        self._ack(
+            [
+                self._ack_params(partition, txn, offsets=offsets, indexes=indexes, sizes=sizes)
+                for partition, (offsets, indexes, sizes) in sorted(per_partition.items())
+            ]
+        )
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge this message and every earlier one of its partition."""
+    def acknowledge_cumulative(
+        self, message: Message | MessageId, *, txn: Transaction | None = None
+    ) -> None:
+        """Acknowledge this message and every earlier one of its partition (with
+        ``txn``: when the transaction commits)."""
         message_id, size = self._identify(message)
-        if size > 1 and message_id.batch_index < size - 1:
-            # Inside a batch: the entries before it, plus its own first messages.
-            indexes = list(range(message_id.batch_index + 1))
-            self._ack(
-                message_id.partition,
-                message_id.offset - 1,
-                [message_id.offset] * len(indexes),
-                indexes,
-                [size] * len(indexes),
-            )
-        else:
-            self._ack(message_id.partition, message_id.offset, [], [], [])
+        self._join(txn)
+        self._ack(
+            [
+                self._ack_params(
+                    message_id.partition,
+                    txn,
+                    cumulative=message_id.offset,
+                    cumulative_batch=(message_id.batch_index, size),
+                )
+            ]
+        )
 
     def negative_acknowledge(self, message: Message) -> None:
         """Have the message delivered again after ``negative_ack_redelivery_delay``."""
@@ -271,14 +290,15 @@ class Consumer:
             )
             self._cond.notify_all()
 
-    def _identify(self, item: object) -> tuple[MessageId, int]:
+    def _identify(self, item: object) -> tuple[MessageId, int | None]:
+        """The message id and its entry's batch size (None: unknown, the server looks it up)."""
         if isinstance(item, Message):
             self._check_message_topic(item.message_id)
             return item.message_id, item.batch_size
         if isinstance(item, MessageId):
             self._check_message_topic(item)
             with self._cond:
-                size = self._batch_sizes.get((item.partition, item.offset), 1)
+                size = self._batch_sizes.get((item.partition, item.offset))
             return item, size
         raise errors.InvalidArgumentError(
             f"acknowledge takes a Message or MessageId, not {type(item).__name__}"
@@ -290,33 +310,75 @@ class Consumer:
                 f"message {message_id} is not from topic {self.topic!r} of this consumer"
             )
 
-    def _ack(
+    def _join(self, txn: Transaction | None) -> None:
+        self._check_usable()
+        if txn is None:
+            return
+        from txnq.transaction import Transaction
+
+        if not isinstance(txn, Transaction):
+            raise errors.InvalidArgumentError(
+                f"txn must be a Transaction from client.new_transaction(), not {type(txn).__name__}"
+            )
+        txn._check_client(self._client)
+        txn._join_consumer(self)
+
+    def _ack_params(
         self,
         partition: int,
-        cumulative: int | None,
-        offsets: list[int],
-        indexes: list[int],
-        sizes: list[int],
+        txn: Transaction | None,
+        *,
+        cumulative: int | None = None,
         cumulative_batch: tuple[int | None, int | None] = (None, None),
-    ) -> None:
-        self._check_usable()
-        mark_delete = self._ack_call(
-            "ack",
-            {
-                "topic_id": self._topic_id,
-                "partition": partition,
-                "subscription_id": self.subscription_id,
-                "cumulative_offset": cumulative,
-                "offsets": offsets,
-                "batch_indexes": indexes,
-                "batch_sizes": sizes,
-                "cumulative_batch_index": cumulative_batch[0],
-                "cumulative_batch_size": cumulative_batch[1],
-            },
-        )
+        offsets: Sequence[int] = (),
+        indexes: Sequence[int] = (),
+        sizes: Sequence[int | None] = (),
+    ) -> dict[str, Any]:
+        return {
+            "topic_id": self._topic_id,
+            "partition": partition,
+            "subscription_id": self.subscription_id,
+            "cumulative_offset": cumulative,
+            "offsets": list(offsets),
+            "batch_indexes": list(indexes),
+            "batch_sizes": list(sizes),
+            "cumulative_batch_index": cumulative_batch[0],
+            "cumulative_batch_size": cumulative_batch[1],
+            "txn_tc": None if txn is None else txn.txn_id.tc_id,
+            "txn_seq": None if txn is None else txn.txn_id.seq,
+        }
+
+    def _ack(self, calls: list[dict[str, Any]]) -> None:
+        """One ack_v2 call per partition; several run in one PostgreSQL
+        transaction (cursor rows locked in partition order), so a list of
+        messages is acknowledged all or nothing."""
+        with self._ack_lock:
+            for attempt in (1, 2):
+                try:
+                    with translated_errors():
+                        conn = self._ack_proxy.driver_connection
+                        with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
+                            marks = [conn.execute(QUERIES["ack"], c).fetchone()[0] for c in calls]
+                    break
+                except psycopg.OperationalError:
+                    # Acks are idempotent: reconnect and try once more.
+                    if attempt == 2:
+                        raise
+                    self._ack_proxy.invalidate()
+                    self._ack_proxy = self._client.checkout()
         with self._cond:
-            for key in [k for k in self._batch_sizes if k[0] == partition and k[1] <= mark_delete]:
-                del self._batch_sizes[key]
+            for call, mark_delete in zip(calls, marks, strict=True):
+                partition = call["partition"]
+                for key in [
+                    k for k in self._batch_sizes if k[0] == partition and k[1] <= mark_delete
+                ]:
+                    del self._batch_sizes[key]
+
+    def _resync(self) -> None:
+        """Re-read the cursors now (a transaction that acked here was aborted:
+        its messages are delivered again from the mark-delete offset)."""
+        self._heartbeat_due = 0.0
+        self._wake_fetcher()
 
     # -- seeking and unsubscribing -----------------------------------------
 
@@ -515,15 +577,19 @@ class Consumer:
                 {"consumer_id": self.consumer_id, "lease_seconds": self._lease},
             ).fetchall()
         ids = [row[0] for row in members]
-        partitions = self._topic.partitions
-        if self.subscription_type == "failover":
-            mine = {p for p in range(partitions) if ids[p % len(ids)] == self.consumer_id}
-        else:
-            mine = set(range(partitions))
         cursors = self._fetch_conn.execute(
             QUERIES["cursor_positions"],
             {"topic_id": self._topic_id, "subscription_id": self.subscription_id},
         ).fetchall()
+        # Partitions added to the topic come with cursors: follow them (as Pulsar's
+        # autoUpdatePartitions), at the latest one heartbeat after they appear.
+        partitions = max([self._topic.partitions, *(row[0] + 1 for row in cursors)])
+        if partitions > self._topic.partitions:
+            self._topic = dataclasses.replace(self._topic, partitions=partitions)
+        if self.subscription_type == "failover":
+            mine = {p for p in range(partitions) if ids[p % len(ids)] == self.consumer_id}
+        else:
+            mine = set(range(partitions))
         with self._cond:
             for p in self._assigned - mine:
                 self._forget_partition(p)

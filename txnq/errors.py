@@ -78,3 +78,29 @@ class TimeoutError(TxnqError):
 
 class ConsumerExpiredError(TxnqError):
     """A consumer session missed its lease and was removed; it must re-register."""
+
+
+class TransactionError(TxnqError):
+    """Base class of the errors of transactions."""
+
+
+class TransactionConflictError(TransactionError):
+    """A message is pending-acked by another open transaction, or already
+    acknowledged: the message is not this transaction's to acknowledge."""
+
+
+class TransactionEndedError(TransactionError):
+    """The transaction was committed or aborted: it takes no more writes or acks."""
+
+
+class TransactionTimedOutError(TransactionEndedError):
+    """The transaction passed its timeout and was aborted by the system."""
+
+
+class TransactionNotFoundError(TransactionError):
+    """No transaction has this id."""
+
+
+class TransactionAbortedError(TransactionEndedError):
+    """``commit()`` could not commit: the transaction was aborted instead (a write
+    in it failed, it timed out, or an administrator or a newer producer aborted it)."""

@@ -27,6 +27,8 @@ UPDATE txnq.config
        ledger_max_rollover_seconds = %(ledger_max_rollover_seconds)s,
        entry_log_max_bytes = %(entry_log_max_bytes)s,
        entry_log_max_age_seconds = %(entry_log_max_age_seconds)s,
+       tc_count = %(tc_count)s,
+       txn_max_timeout_seconds = %(txn_max_timeout)s,
        updated_at = now()
 """
 
@@ -77,7 +79,7 @@ def upgrade(dsn: str, revision: str = "head", settings: Settings | None = None) 
             config = alembic_config(dsn)
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
-            if settings is not None:
+            if settings is not None and current_revision(connection) == head_revision():
                 publish_settings(connection, settings)
             connection.commit()
             now = current_revision(connection)
@@ -98,6 +100,8 @@ def publish_settings(connection: Connection, settings: Settings) -> None:
             "ledger_max_rollover_seconds": settings.ledger_max_rollover_seconds,
             "entry_log_max_bytes": settings.entry_log_max_bytes,
             "entry_log_max_age_seconds": settings.entry_log_max_age_seconds,
+            "tc_count": settings.tc_count,
+            "txn_max_timeout": settings.txn_max_timeout,
         },
     )
 

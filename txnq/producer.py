@@ -1,6 +1,6 @@
 """The producer: routes messages to partitions, batches them in a client-side
 pending queue (one batch per partition becomes one entry), and appends each
-batch with one call of ``txnq.append_v1``.
+batch with one call of ``txnq.append_v2``.
 
 Idempotent by default, as Kafka's producer: the producer has an id and an
 epoch, and numbers the messages of each partition in sequence. A batch whose
@@ -9,6 +9,12 @@ numbers, and the server returns the original offsets instead of writing it
 twice. A newer producer with the same name fences this one (its next write
 raises ProducerFencedError); a reconnecting named producer continues its
 sequences.
+
+Transactions: ``send(..., txn=txn)`` writes into a transaction (a batch holds
+the messages of one transaction only). A producer created with
+``transactional_id=`` starts a new session of that id, which fences older
+sessions (their next call raises ProducerFencedError) and aborts the
+transaction they left open, as Kafka's ``initTransactions``.
 
 Routing (stable, documented for other languages): a message with a key goes to
 partition ``zlib.crc32(key_bytes) % partitions`` (CRC-32/IEEE of the UTF-8
@@ -45,8 +51,11 @@ from txnq.storage import translate
 
 if TYPE_CHECKING:
     from txnq.client import Client
+    from txnq.transaction import Transaction
 
 ROUTING_MODES = ("key_hash", "round_robin")
+#: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
+PARTITIONS_REFRESH_SECONDS = 60.0
 SendCallback = Callable[[BaseException | None, MessageId | None], None]
 
 
@@ -67,9 +76,11 @@ class _Batch:
         "opened",
         "payloads",
         "properties",
+        "txn",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, txn: Transaction | None) -> None:
+        self.txn = txn
         self.payloads: list[bytes] = []
         self.keys: list[bytes | None] = []
         self.properties: list[str | None] = []
@@ -131,10 +142,15 @@ class Producer:
         send_timeout: Duration = "30s",
         routing_mode: str = "key_hash",
         encoding: str = "utf-8",
+        transactional_id: str | None = None,
     ) -> None:
         self._client = client
         self._topic = client.admin.get_topic(topic)
         self.topic = self._topic.name
+        self._transactional: tuple[str, int] | None = None
+        if transactional_id is not None:
+            transactional_id = validate_name(transactional_id, "transactional id")
+            name = transactional_id if name is None else name
         self.name = validate_name(
             name if name is not None else f"producer-{uuid.uuid4().hex[:16]}", "producer"
         )
@@ -160,6 +176,7 @@ class Producer:
         self._routing_mode = routing_mode
         self._encoding = encoding
         self._partitions = self._topic.partitions
+        self._partitions_checked = time.monotonic()
         self._round_robin = 0
 
         self._proxy: Any = client.checkout()
@@ -172,6 +189,9 @@ class Producer:
         self._closed = False
         self._failure: errors.TxnqError | None = None
         self._next_sequence: dict[int, int] = {}
+        if transactional_id is not None:
+            epoch = client._transactional_epoch(transactional_id)
+            self._transactional = (transactional_id, epoch)
         self._register()
         self._flusher = threading.Thread(
             target=self._flush_loop, name=f"txnq-producer-{self.name}", daemon=True
@@ -188,6 +208,11 @@ class Producer:
     def epoch(self) -> int:
         return self._epoch
 
+    @property
+    def transactional(self) -> tuple[str, int] | None:
+        """(transactional id, session epoch) of a transactional producer, else None."""
+        return self._transactional
+
     def send(
         self,
         value: object,
@@ -196,13 +221,16 @@ class Producer:
         properties: dict[str, str] | None = None,
         event_time: datetime | float | None = None,
         partition: int | None = None,
+        txn: Transaction | None = None,
     ) -> MessageId:
         """Send one message and wait until it is written; returns its MessageId.
 
         Messages queued by ``send_async`` for the same partition go in the same
-        entry, ahead of this one.
+        entry, ahead of this one. With ``txn``, the message is part of that
+        transaction: read_committed consumers see it once the transaction commits.
         """
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        self._join(txn)
         with self._io_lock:
             with self._cond:
                 self._check_usable()
@@ -213,9 +241,9 @@ class Producer:
             if direct:
                 # Nothing queued for this partition: write this message as its own
                 # entry now. Holding the I/O lock keeps the partition's order.
-                offset = self._append(target, [payload], [key_bytes], [props], [when])
+                offset = self._append(target, [payload], [key_bytes], [props], [when], txn)
                 return MessageId(self.topic, target, offset, 0)
-        pending = self._enqueue(payload, key_bytes, props, when, partition, None)
+        pending = self._enqueue(payload, key_bytes, props, when, partition, None, txn)
         self._flush_partition(pending._partition)
         return pending.result(self._send_timeout)
 
@@ -228,13 +256,30 @@ class Producer:
         event_time: datetime | float | None = None,
         partition: int | None = None,
         callback: SendCallback | None = None,
+        txn: Transaction | None = None,
     ) -> PendingSend:
         """Queue one message; it is written within ``batching_max_delay`` or when
-        its batch is full. ``callback(exception, message_id)`` runs once written."""
+        its batch is full. ``callback(exception, message_id)`` runs once written.
+        With ``txn``, ``txn.commit()`` flushes it first."""
         if callback is not None and not callable(callback):
             raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
-        return self._enqueue(payload, key_bytes, props, when, partition, callback)
+        self._join(txn)
+        return self._enqueue(payload, key_bytes, props, when, partition, callback, txn)
+
+    def _join(self, txn: Transaction | None) -> None:
+        """Check the transaction a send names, and register this producer with it."""
+        if txn is None:
+            return
+        from txnq.transaction import Transaction
+
+        if not isinstance(txn, Transaction):
+            raise errors.InvalidArgumentError(
+                f"txn must be a Transaction from client.new_transaction(), not {type(txn).__name__}"
+            )
+        txn._check_client(self._client)
+        self._check_usable()
+        txn._join_producer(self)
 
     def _prepare(
         self, value: object, key: object, properties: object, event_time: object
@@ -257,6 +302,7 @@ class Producer:
         when: datetime | None,
         partition: int | None,
         callback: SendCallback | None,
+        txn: Transaction | None = None,
     ) -> PendingSend:
         deadline = time.monotonic() + self._send_timeout
         with self._cond:
@@ -272,12 +318,13 @@ class Producer:
                 self._cond.wait(remaining)
                 self._check_usable()
             batch = self._batches.get(target)
-            if batch is None or self._is_full(batch, len(payload)):
+            if batch is None or batch.txn is not txn or self._is_full(batch, len(payload)):
                 if batch is not None:
                     # Seal the full batch (it is written as its own entry) and open
-                    # a new one, as Kafka's record accumulator does.
+                    # a new one, as Kafka's record accumulator does; an entry
+                    # holds the messages of one transaction only.
                     self._sealed.setdefault(target, []).append(batch)
-                batch = self._batches[target] = _Batch()
+                batch = self._batches[target] = _Batch(txn)
             index = len(batch.payloads)
             batch.payloads.append(payload)
             batch.keys.append(key_bytes)
@@ -334,11 +381,15 @@ class Producer:
             raise errors.ClosedError(f"producer {self.name!r} is closed")
 
     def _route(self, key: bytes | None, partition: int | None) -> int:
+        if time.monotonic() - self._partitions_checked > PARTITIONS_REFRESH_SECONDS:
+            self._refresh_partitions()
         if partition is not None:
             if isinstance(partition, bool) or not isinstance(partition, int):
                 raise errors.InvalidArgumentError(
                     f"partition must be an int, not {type(partition).__name__}"
                 )
+            if partition >= self._partitions:
+                self._refresh_partitions()  # added since the last look?
             if not 0 <= partition < self._partitions:
                 raise errors.InvalidArgumentError(
                     f"topic {self.topic!r} has partitions 0..{self._partitions - 1}, "
@@ -348,6 +399,15 @@ class Producer:
         if key is not None and self._routing_mode == "key_hash":
             return partition_for_key(key, self._partitions)
         return self._round_robin
+
+    def _refresh_partitions(self) -> None:
+        """Follow partitions added to the topic (Pulsar's autoUpdatePartitions):
+        key routing then spreads over them too, as Kafka's does."""
+        self._partitions_checked = time.monotonic()
+        with contextlib.suppress(errors.TxnqError, psycopg.Error):
+            self._partitions = max(
+                self._partitions, self._client.admin.get_topic(self.topic).partitions
+            )
 
     def _register(self) -> None:
         conn: psycopg.Connection[Any] = self._proxy.driver_connection
@@ -422,9 +482,16 @@ class Producer:
         """Append a batch (caller holds the I/O lock) and settle its future."""
         try:
             offset = self._append(
-                partition, batch.payloads, batch.keys, batch.properties, batch.event_times
+                partition,
+                batch.payloads,
+                batch.keys,
+                batch.properties,
+                batch.event_times,
+                batch.txn,
             )
         except errors.TxnqError as exc:
+            if batch.txn is not None:
+                batch.txn._record_failure(exc)
             batch.future.set_exception(exc)
         else:
             batch.future.set_result(offset)
@@ -436,8 +503,9 @@ class Producer:
         keys: list[bytes | None],
         properties: list[str | None],
         event_times: list[datetime | None],
+        txn: Transaction | None = None,
     ) -> int:
-        """One call of append_v1 (caller holds the I/O lock); the entry offset.
+        """One call of append_v2 (caller holds the I/O lock); the entry offset.
 
         A broken connection leaves the outcome unknown: reconnect and retry the
         same sequence numbers until ``send_timeout``; the server recognises a
@@ -456,6 +524,8 @@ class Producer:
             keys if any(k is not None for k in keys) else None,
             properties if any(properties) else None,
             event_times if any(event_times) else None,
+            None if txn is None else txn.txn_id.tc_id,
+            None if txn is None else txn.txn_id.seq,
         )
         deadline = time.monotonic() + self._send_timeout
         delay = 0.05

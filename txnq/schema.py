@@ -30,7 +30,7 @@ TZ = TIMESTAMP(timezone=True)
 
 
 def _key(*names: str) -> list[Column[int]]:
-    kinds = {"topic_id": Integer, "partition": Integer}
+    kinds = {"topic_id": Integer, "partition": Integer, "tc_id": Integer, "batch_index": Integer}
     return [Column(name, kinds.get(name, BigInteger), primary_key=True) for name in names]
 
 
@@ -46,6 +46,8 @@ config = Table(
     Column("entry_log_max_bytes", BigInteger, nullable=False),
     Column("entry_log_max_age_seconds", Double, nullable=False),
     Column("updated_at", TZ, nullable=False),
+    Column("tc_count", Integer, nullable=False),
+    Column("txn_max_timeout_seconds", Double, nullable=False),
 )
 
 topics = Table(
@@ -72,6 +74,7 @@ partitions = Table(
     Column("ledger_bytes", BigInteger, nullable=False),
     Column("ledger_opened_at", TZ, nullable=False),
     Column("last_publish_time", TZ),
+    Column("ongoing_txns", Integer, nullable=False),
     postgresql_with={"fillfactor": 50},
 )
 
@@ -194,4 +197,97 @@ producer_sequences = Table(
     Column("recent_offsets", ARRAY(BigInteger), nullable=False),
     Column("recent_counts", ARRAY(Integer), nullable=False),
     postgresql_with={"fillfactor": 50},
+)
+
+
+# -- revision 0002: transactions ------------------------------------------------
+
+coordinators = Table(
+    "coordinators",
+    metadata,
+    Column("tc_id", Integer, primary_key=True, autoincrement=False),
+    Column("next_txn_seq", BigInteger, nullable=False),
+    Column("owner", Text),
+    Column("owned_since", TZ),
+    postgresql_with={"fillfactor": 50},
+)
+
+transactional_ids = Table(
+    "transactional_ids",
+    metadata,
+    Column("transactional_id", Text, primary_key=True),
+    Column("epoch", Integer, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+)
+
+transactions = Table(
+    "transactions",
+    metadata,
+    *_key("tc_id", "txn_seq"),
+    Column("state", Text, nullable=False),
+    Column("reason", Text),
+    Column("timeout_seconds", Double, nullable=False),
+    Column("opened_at", TZ, nullable=False),
+    Column("timeout_at", TZ, nullable=False),
+    Column("decided_at", TZ),
+    Column("completed_at", TZ),
+    Column("transactional_id", Text),
+    Column("producer_epoch", Integer),
+    Index("transactions_open_by_timeout", "timeout_at"),
+    Index("transactions_deciding", "tc_id", "txn_seq"),
+    Index("transactions_open_by_transactional_id", "transactional_id"),
+    postgresql_with={"fillfactor": 50},
+)
+
+txn_partitions = Table(
+    "txn_partitions",
+    metadata,
+    *_key("tc_id", "txn_seq", "topic_id", "partition"),
+    Column("first_offset", BigInteger, nullable=False),
+    Column("marker_offset", BigInteger),
+)
+
+txn_subscriptions = Table(
+    "txn_subscriptions",
+    metadata,
+    *_key("tc_id", "txn_seq", "topic_id", "partition", "subscription_id"),
+    Column("done", Boolean, nullable=False),
+)
+
+txn_log = Table(
+    "txn_log",
+    metadata,
+    Column("tc_id", Integer, nullable=False),
+    Column("txn_seq", BigInteger, nullable=False),
+    Column("at", TZ, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("reason", Text),
+    Column("detail", Text),
+    Index("txn_log_by_txn", "tc_id", "txn_seq"),
+)
+
+txn_buffer_ongoing = Table(
+    "txn_buffer_ongoing",
+    metadata,
+    *_key("topic_id", "partition", "tc_id", "txn_seq"),
+    Column("first_offset", BigInteger, nullable=False),
+)
+
+aborted_txns = Table(
+    "aborted_txns",
+    metadata,
+    *_key("topic_id", "partition", "tc_id", "txn_seq"),
+    Column("first_offset", BigInteger, nullable=False),
+    Column("marker_offset", BigInteger, nullable=False),
+)
+
+pending_acks = Table(
+    "pending_acks",
+    metadata,
+    *_key("topic_id", "partition", "subscription_id", "entry_offset", "batch_index"),
+    Column("batch_size", Integer, nullable=False),
+    Column("cumulative", Boolean, nullable=False),
+    Column("tc_id", Integer, nullable=False),
+    Column("txn_seq", BigInteger, nullable=False),
+    Index("pending_acks_by_txn", "tc_id", "txn_seq"),
 )

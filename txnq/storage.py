@@ -33,6 +33,10 @@ SQLSTATE_ERRORS: dict[str, type[errors.TxnqError]] = {
     "TQ009": errors.ConsumerExpiredError,
     "TQ010": errors.TopicExistsError,
     "TQ011": errors.TopicBusyError,
+    "TQ012": errors.TransactionConflictError,
+    "TQ013": errors.TransactionEndedError,
+    "TQ014": errors.TransactionNotFoundError,
+    "TQ015": errors.TransactionTimedOutError,
 }
 
 
@@ -90,6 +94,15 @@ def connect(dsn: str, *, application_name: str = "txnq") -> psycopg.Connection[A
             f"cannot connect to PostgreSQL: {exc}".strip()
             + " — check TXNQ_DSN / --dsn and that the server is running"
         ) from exc
+
+
+def scalar(conn: psycopg.Connection[Any], sql: str, params: Any = None) -> Any:
+    """The first column of the first row of ``sql``; a query that returns no row
+    is a bug in the caller's SQL, so it raises."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        raise RuntimeError(f"query returned no row: {sql.strip().splitlines()[0]}")
+    return row[0]
 
 
 def translate(exc: psycopg.Error) -> errors.TxnqError | None:

@@ -2,14 +2,16 @@
 
 -- name: append
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v1(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
-                      %(payloads)b, %(keys)b, %(properties)s::text[]::jsonb[], %(event_times)s)
+  FROM txnq.append_v2(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
+                      %(payloads)b, %(keys)b, %(properties)s::text[]::jsonb[], %(event_times)s,
+                      %(txn_tc)s, %(txn_seq)s)
 
 -- name: append_positional
 -- The same call with positional parameters (the producer's hot path): topic_id,
--- partition, producer_id, epoch, first_sequence, payloads, keys, properties, event_times.
+-- partition, producer_id, epoch, first_sequence, payloads, keys, properties,
+-- event_times, txn_tc, txn_seq.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v1(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s)
+  FROM txnq.append_v2(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
 
 -- name: roll_entry_log
 SELECT txnq.roll_entry_log_v1(%(force)s)
@@ -21,13 +23,13 @@ SELECT producer_id, epoch, partition, last_sequence
 -- name: fetch
 SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
        payloads, keys, properties, event_times, acked_batch_indexes
-  FROM txnq.fetch_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
+  FROM txnq.fetch_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
                      %(max_entries)s, %(max_bytes)s)
 
 -- name: ack
-SELECT txnq.ack_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
+SELECT txnq.ack_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
                    %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[],
-                   %(cumulative_batch_index)s, %(cumulative_batch_size)s)
+                   %(cumulative_batch_index)s, %(cumulative_batch_size)s, %(txn_tc)s, %(txn_seq)s)
 
 -- name: seek
 SELECT txnq.seek_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offset)s, %(time)s)

@@ -1,0 +1,68 @@
+-- The coordinator worker: leases of transaction coordinators and the marker phase.
+--
+-- A coordinator's lease is a session-level advisory lock (two-key form, first
+-- key 7301, second the tc_id) on the worker's session connection: PostgreSQL
+-- drops it with the session, so a dead worker's coordinators are free at once
+-- and another worker takes them over at its next rebalance. Live workers hold
+-- one membership lock each (first key 7302), which is how they count each other.
+
+-- name: coordinator_join
+SELECT pg_try_advisory_lock(7302, %(member_key)s)
+
+-- name: coordinator_live_workers
+SELECT count(*) AS workers FROM pg_locks
+ WHERE locktype = 'advisory' AND classid = 7302 AND objsubid = 2 AND granted
+   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+
+-- name: coordinator_ids
+-- Every coordinator to serve: those the settings configure and any that still
+-- has transactions (after TC_COUNT was lowered).
+SELECT g AS tc_id FROM generate_series(0, (SELECT tc_count FROM txnq.config) - 1) AS g
+UNION
+SELECT tc_id FROM txnq.coordinators
+ORDER BY 1
+
+-- name: coordinator_try_lease
+SELECT pg_try_advisory_lock(7301, %(tc_id)s)
+
+-- name: coordinator_release_lease
+SELECT pg_advisory_unlock(7301, %(tc_id)s)
+
+-- name: coordinator_record_owner
+INSERT INTO txnq.coordinators AS c (tc_id, owner, owned_since)
+SELECT t, %(owner)s, now() FROM unnest(%(tc_ids)s::int[]) AS t
+ON CONFLICT (tc_id) DO UPDATE SET owner = excluded.owner, owned_since = excluded.owned_since
+ WHERE c.owner IS DISTINCT FROM excluded.owner
+
+-- name: coordinator_decided
+-- Decided transactions of the given coordinators, oldest decision first. A
+-- client runs the marker phase of its own commit inline, so the periodic scan
+-- leaves fresh decisions alone for a grace period; a NOTIFY asks for them at once.
+SELECT tc_id, txn_seq, state FROM txnq.transactions
+ WHERE state IN ('COMMITTING', 'ABORTING') AND tc_id = ANY(%(tc_ids)s::int[])
+   AND decided_at <= now() - make_interval(secs => %(grace_seconds)s)
+ ORDER BY decided_at
+ LIMIT %(limit)s
+
+-- name: coordinator_unmarked_partitions
+SELECT topic_id, partition FROM txnq.txn_partitions
+ WHERE tc_id = %(txn_tc)s AND txn_seq = %(txn_seq)s AND marker_offset IS NULL
+ ORDER BY topic_id, partition
+
+-- name: coordinator_open_subscriptions
+SELECT topic_id, partition, subscription_id FROM txnq.txn_subscriptions
+ WHERE tc_id = %(txn_tc)s AND txn_seq = %(txn_seq)s AND NOT done
+ ORDER BY topic_id, partition, subscription_id
+
+-- name: complete_txn_partition
+SELECT txnq.complete_txn_partition_v1(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s)
+
+-- name: complete_txn_subscription
+SELECT txnq.complete_txn_subscription_v1(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s,
+                                         %(subscription_id)s)
+
+-- name: finish_txn
+SELECT txnq.finish_txn_v1(%(txn_tc)s, %(txn_seq)s)
+
+-- name: abort_timed_out
+SELECT tc_id, txn_seq FROM txnq.abort_timed_out_v1(%(max_count)s)

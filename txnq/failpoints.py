@@ -1,0 +1,28 @@
+"""Failpoints: named places where a test can make the process die at once.
+
+``TXNQ_FAILPOINT=<name>`` in the environment makes :func:`failpoint` with that
+name end the process with ``os._exit(70)`` — no cleanup, no flush, no commit,
+as a kill -9 would. The crash tests of the transaction protocol use them to
+stop a client or a coordinator worker between two steps of a commit. Unset
+(always, outside tests), a failpoint is one dictionary lookup.
+
+The names: ``client_after_decision`` (Transaction.commit/abort, after the
+decision, before the marker phase), ``after_partition_marker``,
+``after_subscription``, ``before_finish``, ``after_finish`` (the coordinator
+worker's marker phase, see txnq.transaction.run_marker_phase).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger("txnq.failpoints")
+EXIT_CODE = 70
+
+
+def failpoint(name: str) -> None:
+    """Exit the process at once when TXNQ_FAILPOINT names this place."""
+    if os.environ.get("TXNQ_FAILPOINT") == name:
+        log.warning("failpoint %s: exiting now", name)
+        os._exit(EXIT_CODE)

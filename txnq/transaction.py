@@ -1,0 +1,332 @@
+"""Transactions: produce to many partitions and acknowledge on many
+subscriptions, atomically (DESIGN.md, "Transaction protocol").
+
+``client.new_transaction(timeout="1m")`` opens one on a coordinator picked
+round-robin. ``producer.send(..., txn=txn)`` and ``consumer.acknowledge(msg,
+txn=txn)`` write into it: the messages are appended at once but stay invisible
+to read_committed consumers, the acks are held as pending acks. ``commit()``
+writes the decision (the point of no return) and then runs the marker phase
+inline, so it returns when everything is visible; ``abort()`` does the same for
+an abort. If this process dies after the decision, a coordinator worker
+finishes the marker phase; if it dies before, the transaction times out and the
+scheduler aborts it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import psycopg
+
+from txnq import errors
+from txnq.failpoints import failpoint
+from txnq.queries import QUERIES
+from txnq.storage import translate
+
+if TYPE_CHECKING:
+    from txnq.client import Client
+    from txnq.consumer import Consumer
+    from txnq.producer import Producer
+
+TC_BITS = 16
+SEQ_BITS = 128 - TC_BITS
+_TEXT_ID = re.compile(r"\(?\s*(\d+)\s*[:,]\s*(\d+)\s*\)?")
+
+# How long commit()/abort() keep retrying the marker phase inline before they
+# leave it to the coordinator workers (the decision is durable by then).
+INLINE_COMPLETION_SECONDS = 10.0
+
+
+class TxnId(NamedTuple):
+    """A transaction id: 128 bits, the high 16 the coordinator (``tc_id``), the
+    rest a per-coordinator increasing number (``seq``). ``str()`` gives
+    ``"tc:seq"``; :meth:`parse` reads that, or the 128-bit integer."""
+
+    tc_id: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.tc_id}:{self.seq}"
+
+    def __int__(self) -> int:
+        return (self.tc_id << SEQ_BITS) | self.seq
+
+    @classmethod
+    def parse(cls, text: str | int) -> TxnId:
+        """A TxnId from ``"tc:seq"``, ``"(tc,seq)"``, or the 128-bit integer (int or text)."""
+        if isinstance(text, bool) or not isinstance(text, str | int):
+            raise errors.InvalidArgumentError(
+                f"a transaction id is text like '3:42' or an int, not {type(text).__name__}"
+            )
+        if isinstance(text, str):
+            match = _TEXT_ID.fullmatch(text.strip())
+            if match:
+                return cls._checked(int(match.group(1)), int(match.group(2)))
+            try:
+                text = int(text.strip(), 0)
+            except ValueError:
+                raise errors.InvalidArgumentError(
+                    f"{text!r} is not a transaction id: use 'tc:seq' such as '3:42'"
+                ) from None
+        if not 0 <= text < 1 << 128:
+            raise errors.InvalidArgumentError(f"transaction id {text} is not a 128-bit number")
+        return cls._checked(text >> SEQ_BITS, text & ((1 << SEQ_BITS) - 1))
+
+    @classmethod
+    def _checked(cls, tc_id: int, seq: int) -> TxnId:
+        if not 0 <= tc_id < 1 << TC_BITS or not 0 <= seq < 1 << 63:
+            raise errors.InvalidArgumentError(
+                f"transaction id {tc_id}:{seq} is out of range: the coordinator is 0..65535"
+            )
+        return cls(tc_id, seq)
+
+
+class Transaction:
+    """An open transaction; see the module docstring. Use as a context manager
+    to commit on success and abort on an exception."""
+
+    def __init__(self, client: Client, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
+        self._client = client
+        self.txn_id = txn_id
+        self.timeout = timeout
+        self.timeout_at = timeout_at
+        self._lock = threading.RLock()
+        self._state = "OPEN"
+        self._reason: str | None = None
+        self._producers: list[Producer] = []
+        self._consumers: list[Consumer] = []
+        self._bound: tuple[str, int] | None = None
+        self._failure: BaseException | None = None
+
+    def __repr__(self) -> str:
+        return f"Transaction({self.txn_id}, {self._state.lower()})"
+
+    @property
+    def state(self) -> str:
+        """OPEN, COMMITTED or ABORTED as this client knows it (COMMITTING/ABORTING
+        when ``commit(wait=False)`` left the marker phase to the workers)."""
+        return self._state
+
+    # -- ending -------------------------------------------------------------
+
+    def commit(self, *, wait: bool = True) -> None:
+        """Commit: flush this transaction's queued sends, write the decision, and
+        (``wait=True``) run the marker phase so the messages are visible and the
+        acks applied when this returns. ``wait=False`` returns at the decision;
+        coordinator workers finish it.
+
+        Raises :class:`TransactionAbortedError` (a send in the transaction
+        failed: it is aborted instead), :class:`TransactionTimedOutError`,
+        :class:`ProducerFencedError`, or :class:`TransactionEndedError`.
+        """
+        with self._lock:
+            self._check_open()
+            for producer in list(self._producers):
+                with contextlib.suppress(errors.TxnqError):
+                    producer.flush()
+            if self._failure is not None:
+                cause = self._failure
+                self._end(commit=False, wait=True)
+                raise errors.TransactionAbortedError(
+                    f"transaction {self.txn_id} was aborted, not committed: a message sent in it "
+                    f"could not be written ({cause}); fix the cause and run the work again in "
+                    "a new transaction"
+                ) from cause
+            self._end(commit=True, wait=wait)
+
+    def abort(self) -> None:
+        """Abort: the messages sent in it are never delivered, its acks are
+        released and those messages are delivered again. Aborting a transaction
+        the system aborted already (timeout, fencing) is a no-op."""
+        with self._lock:
+            if self._state in ("ABORTED", "ABORTING"):
+                return
+            self._check_open()
+            self._end(commit=False, wait=True)
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._state != "OPEN":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            with contextlib.suppress(errors.TxnqError, psycopg.Error):
+                self.abort()
+
+    # -- used by producers and consumers ------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state == "OPEN":
+            return
+        if self._reason == "fenced":
+            raise errors.ProducerFencedError(
+                f"transaction {self.txn_id} was aborted because a newer producer with the same "
+                "transactional id took over: close this producer"
+            )
+        if self._reason == "timeout":
+            raise errors.TransactionTimedOutError(
+                f"transaction {self.txn_id} passed its timeout of {self.timeout}s and was "
+                "aborted: open a new transaction"
+            )
+        raise errors.TransactionEndedError(
+            f"transaction {self.txn_id} has ended ({self._state.lower()}): open a new transaction"
+        )
+
+    def _check_client(self, client: Client) -> None:
+        if client is not self._client and client.dsn != self._client.dsn:
+            raise errors.InvalidArgumentError(
+                f"transaction {self.txn_id} belongs to another database than this producer/consumer"
+            )
+
+    def _join_producer(self, producer: Producer) -> None:
+        """Called before a producer's first write in this transaction."""
+        with self._lock:
+            self._check_open()
+            if producer not in self._producers:
+                self._producers.append(producer)
+            transactional = producer.transactional
+            if transactional is None or self._bound == transactional:
+                return
+            transactional_id, epoch = transactional
+            self._call("bind_txn", {"transactional_id": transactional_id, "epoch": epoch})
+            self._bound = transactional
+
+    def _join_consumer(self, consumer: Consumer) -> None:
+        with self._lock:
+            self._check_open()
+            if consumer not in self._consumers:
+                self._consumers.append(consumer)
+
+    def _record_failure(self, exc: BaseException) -> None:
+        """A queued send of this transaction failed: commit() will abort."""
+        with self._lock:
+            if self._failure is None:
+                self._failure = exc
+            if isinstance(exc, errors.TransactionEndedError | errors.ProducerFencedError):
+                self._refresh_state()
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"txn_tc": self.txn_id.tc_id, "txn_seq": self.txn_id.seq}
+
+    # -- internals ----------------------------------------------------------
+
+    def _end(self, *, commit: bool, wait: bool) -> None:
+        row = self._retrying(
+            "end_txn", {"commit": commit, "reason": "client", "notify": not wait}, row=True
+        )
+        state, reason = row
+        self._state, self._reason = state, reason
+        failpoint("client_after_decision")
+        if wait:
+            self._complete()
+        if commit and state in ("ABORTING", "ABORTED"):
+            self._check_open()  # raises what it was aborted for
+        if not commit and state in ("COMMITTING", "COMMITTED"):
+            raise errors.TransactionEndedError(
+                f"transaction {self.txn_id} was committed already; it cannot be aborted"
+            )
+        if not commit:
+            for consumer in self._consumers:
+                consumer._resync()
+
+    def _complete(self) -> None:
+        """The marker phase inline; the workers finish it if this keeps failing."""
+        deadline = time.monotonic() + INLINE_COMPLETION_SECONDS
+        delay = 0.02
+        while True:
+            try:
+                self._state = str(self._call("complete_txn", {}))
+                return
+            except (psycopg.OperationalError, errors.ServerUnavailableError):
+                if time.monotonic() + delay > deadline:
+                    return  # decided and durable: a coordinator worker completes it
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _refresh_state(self) -> None:
+        with contextlib.suppress(errors.TxnqError, psycopg.Error):
+            rows = self._client.query("txn_state", self.params)
+            if rows:
+                self._state, self._reason = rows[0]["state"], rows[0]["reason"]
+
+    def _retrying(self, name: str, extra: dict[str, Any], *, row: bool = False) -> Any:
+        """A call that is idempotent on the server: retried across a broken connection."""
+        deadline = time.monotonic() + INLINE_COMPLETION_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                return self._call(name, extra, row=row)
+            except (psycopg.OperationalError, errors.ServerUnavailableError):
+                if time.monotonic() + delay > deadline:
+                    raise errors.ServerUnavailableError(
+                        f"could not reach PostgreSQL to end transaction {self.txn_id}; it is "
+                        "aborted at its timeout unless the decision was written: check "
+                        f"`txnq txn describe {self.txn_id}`"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _call(self, name: str, extra: dict[str, Any], *, row: bool = False) -> Any:
+        with self._client.connection() as conn:
+            try:
+                found = conn.execute(QUERIES[name], {**self.params, **extra}).fetchone()
+            except psycopg.Error as exc:
+                mapped = translate(exc)
+                if mapped is None:
+                    raise
+                if isinstance(mapped, errors.TransactionEndedError | errors.ProducerFencedError):
+                    self._refresh_state()
+                raise mapped from None
+        if found is None:
+            return None
+        return tuple(found) if row else found[0]
+
+
+def run_marker_phase(
+    conn: psycopg.Connection[Any],
+    txn_id: TxnId,
+    on_step: Callable[[str], None] | None = None,
+) -> str:
+    """Run the marker phase of a decided transaction one step per PostgreSQL
+    transaction (each idempotent), then finish it; returns the final state.
+
+    This is the coordinator workers' way: a crash between steps keeps the
+    steps done, and any worker picks up the rest. ``on_step(name)`` runs after
+    each step ("partition", "subscription", "markers" when all are marked,
+    "finish"): the crash-injection
+    hook of the tests, and a place for metrics.
+    """
+    params = {"txn_tc": txn_id.tc_id, "txn_seq": txn_id.seq}
+    for topic_id, partition in conn.execute(
+        QUERIES["coordinator_unmarked_partitions"], params
+    ).fetchall():
+        conn.execute(
+            QUERIES["complete_txn_partition"],
+            {**params, "topic_id": topic_id, "partition": partition},
+        )
+        if on_step is not None:
+            on_step("partition")
+    for topic_id, partition, subscription in conn.execute(
+        QUERIES["coordinator_open_subscriptions"], params
+    ).fetchall():
+        step = {"topic_id": topic_id, "partition": partition, "subscription_id": subscription}
+        conn.execute(QUERIES["complete_txn_subscription"], {**params, **step})
+        if on_step is not None:
+            on_step("subscription")
+    if on_step is not None:
+        on_step("markers")
+    row = conn.execute(QUERIES["finish_txn"], params).fetchone()
+    assert row is not None
+    if on_step is not None:
+        on_step("finish")
+    return str(row[0])
