@@ -365,6 +365,12 @@ def test_usage_errors_exit_2() -> None:
         ["server", "stop"],
         ["worker"],
         ["worker", "scheduler"],
+        ["worker", "coordinator"],
+        ["txn"],
+        ["txn", "list"],
+        ["txn", "describe"],
+        ["txn", "abort"],
+        ["txn", "find-hanging"],
     ],
     ids=lambda command: " ".join(command) or "txnq",
 )
@@ -379,6 +385,77 @@ def test_help_works_for_every_group_and_command(command: list[str]) -> None:
 
 def test_version() -> None:
     assert ok("--version").stdout.startswith("txnq ")
+
+
+# -- transactions -----------------------------------------------------------------------
+
+
+def test_txn_list_describe_abort_and_find_hanging(dsn: str) -> None:
+    import txnq as txnq_lib
+
+    ok("topics", "create", "orders", "--partitions", "2", "--dsn", dsn)
+    ok("produce", "orders", "-m", "in", "--dsn", dsn)
+    with txnq_lib.Client(dsn) as client:
+        consumer = client.subscribe("orders", "etl", initial_position="earliest")
+        message = consumer.receive(timeout=5)
+        assert message is not None
+        producer = client.producer("orders")
+        committed = client.new_transaction()
+        producer.send("kept", partition=0, txn=committed)
+        committed.commit()
+        hanging = client.new_transaction(timeout="200ms")
+        producer.send("stuck", partition=1, txn=hanging)
+        consumer.acknowledge(message, txn=hanging)
+        time.sleep(0.4)  # past its timeout, and no scheduler runs here
+
+        listed = ok_json("txn", "list", "--dsn", dsn)
+        assert [t["id"] for t in listed] == [str(hanging.txn_id), str(committed.txn_id)]
+        open_only = ok_json("txn", "list", "--state", "open", "--dsn", dsn)
+        assert [t["id"] for t in open_only] == [str(hanging.txn_id)]
+        assert ok_json("txn", "list", "--older-than", "1h", "--dsn", dsn) == []
+        assert str(committed.txn_id) in ok("txn", "list", "--dsn", dsn).stdout
+
+        found = txnq("txn", "find-hanging", "--grace", "0s", "--json", "--dsn", dsn)
+        assert found.exit_code == 1  # scripts can alert on it
+        rows = json.loads(found.stdout)
+        assert {(r["id"], r["topic"], r["partition"], r["why"]) for r in rows} == {
+            (str(hanging.txn_id), "orders", 1, "open past its timeout")
+        }
+        # Within the default grace (10s) the scheduler would still abort it: not hanging.
+        assert "Hanging transactions: none" in ok("txn", "find-hanging", "--dsn", dsn).stdout
+        assert (
+            "open past its timeout"
+            in txnq("txn", "find-hanging", "--grace", "0", "--dsn", dsn).stdout
+        )
+
+        described = ok_json("txn", "describe", str(hanging.txn_id), "--dsn", dsn)
+        assert described["transaction"]["state"] == "OPEN"
+        assert described["transaction"]["overdue_seconds"] > 0
+        assert described["partitions"] == [
+            {"topic": "orders", "partition": 1, "first_offset": 0, "marker_offset": None}
+        ]
+        assert described["subscriptions"][0]["pending_acks"] == 1
+        assert [h["state"] for h in described["history"]] == ["OPEN"]
+        table = ok("txn", "describe", str(hanging.txn_id), "--dsn", dsn).stdout
+        assert "Partitions written" in table and "History" in table
+
+        aborted = ok_json("txn", "abort", str(hanging.txn_id), "--dsn", dsn)
+        assert (aborted["state"], aborted["reason"]) == ("ABORTED", "admin")
+        # The abort is finished: nothing hangs, the ack is released, the client is told.
+        assert ok_json("txn", "find-hanging", "--grace", "0s", "--dsn", dsn) == []
+        history = ok_json("txn", "describe", str(hanging.txn_id), "--dsn", dsn)["history"]
+        assert [h["state"] for h in history] == ["OPEN", "ABORTING", "ABORTED"]
+        assert consumer.receive(timeout=5) is not None  # redelivered
+        with pytest.raises(txnq_lib.errors.TransactionEndedError):
+            producer.send("late", txn=hanging)
+
+        assert_refused(
+            txnq("txn", "abort", str(committed.txn_id), "--dsn", dsn), "COMMITTED", "cannot"
+        )
+    assert_refused(txnq("txn", "describe", "9:999", "--dsn", dsn), "does not exist")
+    assert_refused(txnq("txn", "describe", "x", "--dsn", dsn), "not a transaction id")
+    assert_refused(txnq("txn", "list", "--state", "bogus", "--dsn", dsn), "state must be")
+    assert_refused(txnq("txn", "list", "--older-than", "soon", "--dsn", dsn), "older_than")
 
 
 # -- migrate and the embedded server ----------------------------------------------------
@@ -503,6 +580,26 @@ def test_standalone_leaves_running_a_server_it_did_not_start(home: Path) -> None
     assert server.is_running()
 
 
+def test_worker_coordinator_finishes_a_decided_transaction_then_stops(dsn: str) -> None:
+    import txnq as txnq_lib
+
+    ok("topics", "create", "orders", "--dsn", dsn)
+    with txnq_lib.Client(dsn) as client:
+        txn = client.new_transaction()
+        client.producer("orders").send("x", txn=txn)
+        txn.commit(wait=False)  # the decision only: a worker writes the marker
+    process = _cli_process("worker", "coordinator", "--dsn", dsn)
+    _read_until(process, r"transaction (\S+) committed", stream="stderr")
+
+    code, _, err = _stop(process, signal.SIGTERM)
+
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert ok_json("txn", "describe", str(txn.txn_id), "--dsn", dsn)["transaction"]["state"] == (
+        "COMMITTED"
+    )
+
+
 def test_worker_scheduler_publishes_settings_and_rolls_the_entry_log(dsn: str) -> None:
     process = _cli_process(
         "worker", "scheduler", "--dsn", dsn, env={"TXNQ_ENTRY_LOG_MAX_AGE_SECONDS": "1234"}
@@ -532,7 +629,7 @@ def test_scheduler_skips_a_job_that_another_process_runs(
         runner = _JobRunner(roll, scheduler.client)
         with psycopg.connect(dsn, autocommit=True) as other:
             other.execute("SELECT pg_advisory_lock(hashtext(%s))", (roll.lock_key,))
-            with caplog.at_level("INFO", logger="txnq.workers.scheduler"):
+            with caplog.at_level("DEBUG", logger="txnq.workers.scheduler"):
                 runner()
             assert "another process is running it" in caplog.text
             other.execute("SELECT pg_advisory_unlock(hashtext(%s))", (roll.lock_key,))

@@ -14,12 +14,15 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
 
 import txnq
+from txnq.embedded import EmbeddedServer
 from txnq.failpoints import EXIT_CODE
+from txnq.migrate import upgrade
 
 FAST = {"poll_interval": "200ms"}
 
@@ -179,3 +182,41 @@ def test_pending_acks_survive_a_consumer_restart(dsn: str, client: txnq.Client) 
     assert_nothing_more(restarted)
     restarted.acknowledge(taken[1])
     assert sql_value(dsn, "SELECT mark_delete_offset FROM txnq.cursors") == 1
+
+
+def test_postgresql_crash_in_the_marker_phase(tmp_path: Path) -> None:
+    """PostgreSQL itself dies (immediate stop: no checkpoint, WAL replay at the
+    next start) after the decision and one partition's marker; once it is back,
+    a worker completes the commit with every marker written once."""
+    server = EmbeddedServer(tmp_path / "crashing")
+    dsn = server.start()
+    try:
+        upgrade(dsn)
+        with txnq.Client(dsn) as client:
+            client.admin.create_topic("out", partitions=3)
+            producer = client.producer("out")
+            txn = client.new_transaction()
+            for partition in range(3):
+                producer.send(f"out{partition}", partition=partition, txn=txn)
+            txn.commit(wait=False)  # the decision, durable
+            topic_id = client.admin.get_topic("out").topic_id
+        tc_id, txn_seq = txn.txn_id
+        sql(dsn, "SELECT txnq.complete_txn_partition_v1(%s, %s, %s, 0)", (tc_id, txn_seq, topic_id))
+
+        server.stop(immediate=True)
+        dsn = server.start()
+
+        assert txn_row(dsn) == ("COMMITTING", 1, 0)  # the decision and the marker survived
+        run_worker_until(dsn, "SELECT state = 'COMMITTED' FROM txnq.transactions")
+        assert txn_row(dsn) == ("COMMITTED", 3, 0)
+        assert sql_value(dsn, "SELECT count(*) FROM txnq.entries WHERE marker = 1") == 3
+        with txnq.Client(dsn) as client:
+            reader = client.subscribe("out", "r", initial_position="earliest", **FAST)
+            assert sorted(m.value for m in receive_messages(reader, 3)) == [
+                b"out0",
+                b"out1",
+                b"out2",
+            ]
+            assert_nothing_more(reader)
+    finally:
+        server.stop()

@@ -405,6 +405,59 @@ def test_a_transaction_past_its_timeout_is_aborted_by_the_system(
         txn.commit()
 
 
+def test_the_scheduler_aborts_a_transaction_within_seconds_of_its_timeout(
+    dsn: str, client: txnq.Client, worker: CoordinatorWorker
+) -> None:
+    from txnq.workers.scheduler import Scheduler
+
+    reader = client.subscribe("out", "reader", initial_position="earliest", **FAST)
+    txn = client.new_transaction(timeout="1s")
+    client.producer("out").send("abandoned", partition=0, txn=txn)
+    deadline = time.monotonic() + 1.0
+    scheduler = Scheduler(dsn)
+    scheduler.start()
+    try:
+        wait_until(lambda: txn_state(dsn, txn) == "ABORTED", timeout=10, what="timeout abort")
+        finished = time.monotonic()
+    finally:
+        scheduler.shutdown()
+    # Invariant 5, within a second or two of the deadline (job every 1 s).
+    assert finished - deadline < 3.0
+    reason = sql_value(
+        dsn,
+        "SELECT reason FROM txnq.transactions WHERE tc_id = %s AND txn_seq = %s",
+        tuple(txn.txn_id),
+    )
+    assert reason == "timeout"
+    # The partition's max read offset moved past it: later messages flow.
+    client.producer("out").send("after", partition=0)
+    assert values(receive_messages(reader, 1)) == [b"after"]
+    assert_nothing_more(reader)
+
+
+def test_a_hanging_transaction_is_found_until_it_is_aborted(client: txnq.Client) -> None:
+    """Kafka KIP-664: a transaction that freezes a partition's max read offset
+    must be findable, and abortable, by an operator."""
+    reader = client.subscribe("out", "reader", initial_position="earliest", **FAST)
+    producer = client.producer("out")
+    txn = client.new_transaction(timeout="100ms")
+    producer.send("stuck", partition=2, txn=txn)
+    producer.send("behind", partition=2)
+    time.sleep(0.2)  # no scheduler runs: nothing aborts it
+    assert_nothing_more(reader)  # read_committed waits behind it
+    hanging = client.admin.find_hanging_transactions(grace=0)
+    assert [(h.id, h.topic, h.partition) for h in hanging] == [(str(txn.txn_id), "out", 2)]
+    assert client.admin.find_hanging_transactions(grace="1h") == []
+
+    info = client.admin.abort_transaction(txn.txn_id)
+
+    assert (info.state, info.reason) == ("ABORTED", "admin")
+    assert client.admin.find_hanging_transactions(grace=0) == []
+    assert values(receive_messages(reader, 1)) == [b"behind"]
+    listed = client.admin.list_transactions(state="ABORTED")
+    assert [t.txn_id for t in listed] == [txn.txn_id]
+
+
 def test_commit_after_the_timeout_aborts_instead(dsn: str, client: txnq.Client) -> None:
     txn = client.new_transaction(timeout="200ms")
     client.producer("out").send("late", txn=txn)

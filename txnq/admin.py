@@ -1,4 +1,4 @@
-"""Administration of topics and subscriptions: ``client.admin``.
+"""Administration of topics, subscriptions and transactions: ``client.admin``.
 
 Each call validates its arguments before anything is written, then calls one
 txnq SQL function or named query.
@@ -12,8 +12,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from txnq.durations import Duration, Size, parse_duration, parse_size
-from txnq.errors import InvalidArgumentError, SubscriptionNotFoundError, TopicNotFoundError
+from txnq.errors import (
+    InvalidArgumentError,
+    SubscriptionNotFoundError,
+    TopicNotFoundError,
+    TransactionError,
+    TransactionNotFoundError,
+)
 from txnq.names import validate_name
+from txnq.transaction import TxnId
 
 if TYPE_CHECKING:
     from txnq.client import Client
@@ -101,6 +108,96 @@ class SubscriptionDescription:
         return dataclasses.asdict(self)
 
 
+TXN_STATES = ("OPEN", "COMMITTING", "COMMITTED", "ABORTING", "ABORTED")
+
+
+@dataclass(frozen=True)
+class TransactionInfo:
+    """A transaction as the transaction log holds it (view txnq.transaction_status)."""
+
+    id: str
+    tc_id: int
+    txn_seq: int
+    state: str
+    reason: str | None
+    opened_at: datetime
+    timeout_at: datetime
+    decided_at: datetime | None
+    completed_at: datetime | None
+    timeout_seconds: float
+    transactional_id: str | None
+    producer_epoch: int | None
+    partitions: int
+    partitions_marked: int
+    subscriptions: int
+    subscriptions_done: int
+    age_seconds: float
+    overdue_seconds: float | None
+
+    @property
+    def txn_id(self) -> TxnId:
+        return TxnId(self.tc_id, self.txn_seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class TxnPartitionInfo:
+    topic: str | None
+    partition: int
+    first_offset: int
+    marker_offset: int | None
+
+
+@dataclass(frozen=True)
+class TxnSubscriptionInfo:
+    topic: str | None
+    partition: int
+    subscription: str | None
+    done: bool
+    pending_acks: int
+
+
+@dataclass(frozen=True)
+class TxnLogEntry:
+    at: datetime
+    state: str
+    reason: str | None
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    transaction: TransactionInfo
+    partitions: list[TxnPartitionInfo]
+    subscriptions: list[TxnSubscriptionInfo]
+    history: list[TxnLogEntry]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class HangingTransaction:
+    """A transaction that holds a partition's max read offset back, or an open
+    one far past its timeout; ``why`` says which."""
+
+    id: str
+    topic: str | None
+    partition: int | None
+    first_offset: int | None
+    max_read_offset: int | None
+    state: str | None
+    opened_at: datetime | None
+    timeout_at: datetime | None
+    age_seconds: float | None
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 def parse_retention_time(value: Duration | None) -> float:
     """Seconds; -1 (or "infinite") keeps acknowledged data forever, 0 keeps none."""
     if value is None:
@@ -131,7 +228,7 @@ def _check_partitions(partitions: object) -> int:
 
 
 class Admin:
-    """Topics and subscriptions; reached as ``client.admin``."""
+    """Topics, subscriptions and transactions; reached as ``client.admin``."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -285,6 +382,86 @@ class Admin:
             {"subscription_id": sub["subscription_id"], "except_consumer_id": None, "force": force},
         )
 
+    # -- transactions --------------------------------------------------------
+
+    def list_transactions(
+        self,
+        *,
+        state: str | None = None,
+        older_than: Duration | None = None,
+        limit: int = 100,
+    ) -> list[TransactionInfo]:
+        """Transactions of the transaction log, newest first: only those in
+        ``state`` (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED) and opened at
+        least ``older_than`` ago, when given; at most ``limit``."""
+        wanted = None
+        if state is not None:
+            if not isinstance(state, str) or state.strip().upper() not in TXN_STATES:
+                raise InvalidArgumentError(
+                    f"state must be one of {', '.join(TXN_STATES)}, not {state!r}"
+                )
+            wanted = state.strip().upper()
+        age = 0.0 if older_than is None else parse_duration(older_than, what="older_than")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
+            raise InvalidArgumentError(f"limit must be an int from 1 to 100000, not {limit!r}")
+        rows = self._client.query("txn_list", {"state": wanted, "older_than": age, "limit": limit})
+        return [TransactionInfo(**row) for row in rows]
+
+    def get_transaction(self, txn_id: TxnId | str | int) -> TransactionInfo:
+        key = _txn_key(txn_id)
+        rows = self._client.query("txn_describe", key)
+        if not rows:
+            raise TransactionNotFoundError(
+                f"transaction {TxnId(key['txn_tc'], key['txn_seq'])} does not exist: "
+                "list them with `txnq txn list`"
+            )
+        return TransactionInfo(**rows[0])
+
+    def describe_transaction(self, txn_id: TxnId | str | int) -> TransactionDescription:
+        """A transaction with the partitions it produced to (and their markers),
+        the subscriptions it acknowledged on, and its state history."""
+        info = self.get_transaction(txn_id)
+        key = {"txn_tc": info.tc_id, "txn_seq": info.txn_seq}
+        return TransactionDescription(
+            transaction=info,
+            partitions=[
+                TxnPartitionInfo(**r) for r in self._client.query("txn_describe_partitions", key)
+            ],
+            subscriptions=[
+                TxnSubscriptionInfo(**r)
+                for r in self._client.query("txn_describe_subscriptions", key)
+            ],
+            history=[TxnLogEntry(**r) for r in self._client.query("txn_history", key)],
+        )
+
+    def abort_transaction(self, txn_id: TxnId | str | int) -> TransactionInfo:
+        """Abort a transaction as an operator (reason ``admin``) and finish the
+        abort at once: ABORT markers written, pending acks released. The client
+        that owns it gets TransactionEndedError on its next use. Aborting an
+        aborted transaction finishes what is left of it; a committed (or
+        committing) one cannot be aborted."""
+        info = self.get_transaction(txn_id)
+        key = {"txn_tc": info.tc_id, "txn_seq": info.txn_seq}
+        decided = self._client.query("txn_admin_abort", key)[0]
+        if decided["state"] in ("COMMITTING", "COMMITTED"):
+            raise TransactionError(
+                f"transaction {info.id} is {decided['state']}: a committed transaction "
+                "cannot be aborted (its commit completes by itself)"
+            )
+        self._client.query("complete_txn", key)
+        return self.get_transaction(info.txn_id)
+
+    def find_hanging_transactions(self, *, grace: Duration = 10.0) -> list[HangingTransaction]:
+        """Transactions that hold a partition's max read offset (and so every
+        read_committed consumer) back: open more than ``grace`` past their
+        timeout (no scheduler aborts them), decided more than ``grace`` ago
+        without their marker (no coordinator worker finishes them), or open
+        longer than the maximum transaction timeout. Also open transactions past
+        their timeout that wrote nothing. The tool of Kafka's KIP-664."""
+        seconds = parse_duration(grace, what="grace")
+        rows = self._client.query("txn_find_hanging", {"grace_seconds": seconds})
+        return [HangingTransaction(**row) for row in rows]
+
 
 # Offsets are clamped by seek_v1 to the retained range, so these stand for the ends.
 EARLIEST = -(2**62)
@@ -313,3 +490,8 @@ def seek_target(to: object) -> tuple[int | None, datetime | None]:
         "seek target must be 'earliest', 'latest', an offset or a datetime, "
         f"not {type(to).__name__}"
     )
+
+
+def _txn_key(txn_id: TxnId | str | int) -> dict[str, int]:
+    parsed = txn_id if isinstance(txn_id, TxnId) else TxnId.parse(txn_id)
+    return {"txn_tc": parsed.tc_id, "txn_seq": parsed.seq}

@@ -61,9 +61,12 @@ if TYPE_CHECKING:
     from txnq.admin import (
         ConsumerInfo,
         CursorInfo,
+        HangingTransaction,
         PartitionInfo,
         SubscriptionInfo,
         TopicInfo,
+        TransactionDescription,
+        TransactionInfo,
     )
     from txnq.consumer import Consumer
     from txnq.embedded import EmbeddedServer
@@ -141,8 +144,14 @@ server_app = typer.Typer(
     no_args_is_help=True,
 )
 worker_app = typer.Typer(help="Run a txnq worker process in the foreground.", no_args_is_help=True)
+txn_app = typer.Typer(
+    help="Inspect transactions, abort one, and find those that hang (hold read_committed "
+    "consumers back).",
+    no_args_is_help=True,
+)
 app.add_typer(topics_app, name="topics")
 app.add_typer(subscriptions_app, name="subscriptions")
+app.add_typer(txn_app, name="txn")
 app.add_typer(server_app, name="server")
 app.add_typer(worker_app, name="worker")
 
@@ -194,6 +203,15 @@ LogLevelOption = Annotated[
 ]
 TopicArgument = Annotated[str, typer.Argument(help="Topic name.", show_default=False)]
 SubscriptionArgument = Annotated[str, typer.Argument(help="Subscription name.", show_default=False)]
+TxnIdArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="TXN_ID",
+        help="Transaction id as printed by `txnq txn list`: tc:seq (e.g. 3:1042), or the "
+        "128-bit integer.",
+        show_default=False,
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -567,18 +585,22 @@ def standalone(
     home: HomeOption = None,
     no_workers: Annotated[
         bool,
-        typer.Option("--no-workers", help="Run PostgreSQL only, without the scheduler worker."),
+        typer.Option(
+            "--no-workers",
+            help="Run PostgreSQL only, without the scheduler and coordinator workers.",
+        ),
     ] = False,
     log_level: LogLevelOption = "INFO",
 ) -> None:
     """Run txnq on one machine in the foreground, like `pulsar standalone`.
 
     Starts the embedded PostgreSQL (or reuses the one running under the home),
-    migrates it, runs the scheduler worker in this process and prints the DSN.
-    Ctrl-C or SIGTERM stops the worker, and stops PostgreSQL if this command
-    started it (a server that was already running keeps running).
+    migrates it, runs the scheduler and a coordinator worker in this process and
+    prints the DSN. Ctrl-C or SIGTERM stops the workers, and stops PostgreSQL if
+    this command started it (a server that was already running keeps running).
     """
     from txnq.migrate import upgrade
+    from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
     from txnq.workers.scheduler import Scheduler, StopSignal
 
     _configure_logging(log_level)
@@ -586,12 +608,16 @@ def standalone(
     server = _embedded(home)
     was_running = server.is_running()
     scheduler: Scheduler | None = None
+    coordinator: CoordinatorThread | None = None
     server_started = False
 
     def stop_everything() -> None:
         # Idempotent: runs on a stop signal, and again on the way out of an
         # error or an interrupt during start-up.
-        nonlocal scheduler, server_started
+        nonlocal scheduler, coordinator, server_started
+        if coordinator is not None:
+            coordinator.stop()
+            coordinator = None
         if scheduler is not None:
             scheduler.shutdown()
             scheduler = None
@@ -613,6 +639,7 @@ def standalone(
                 if not no_workers:
                     scheduler = Scheduler(dsn, settings=settings)
                     scheduler.start()
+                    coordinator = CoordinatorThread(CoordinatorWorker(dsn, settings)).start()
                 _print_standalone_banner(server, dsn, revision, was_running, scheduler)
                 received = stop.wait()
                 _note(f"Stopping ({received})...")
@@ -636,7 +663,7 @@ def _print_standalone_banner(
     workers = (
         "none (--no-workers)"
         if scheduler is None
-        else "scheduler: " + ", ".join(job.name for job in scheduler.jobs)
+        else "scheduler (" + ", ".join(job.name for job in scheduler.jobs) + "), coordinator"
     )
     console.print(
         Panel.fit(
@@ -1311,12 +1338,223 @@ def subscriptions_delete(
 
 @worker_app.command("scheduler")
 def worker_scheduler(dsn: DsnOption = None, log_level: LogLevelOption = "INFO") -> None:
-    """Run the scheduler worker (entry-log rollover; later timeouts, TTL, retention, GC)
-    until Ctrl-C or SIGTERM. Any number may run: each job runs in one process at a time."""
+    """Run the scheduler worker (transaction timeouts, entry-log rollover) until Ctrl-C
+    or SIGTERM. Any number may run: each job runs in one process at a time."""
     from txnq.workers.scheduler import Scheduler
 
     _configure_logging(log_level)
     Scheduler(dsn or None).run_forever()
+
+
+@worker_app.command("coordinator")
+def worker_coordinator(dsn: DsnOption = None, log_level: LogLevelOption = "INFO") -> None:
+    """Run a coordinator worker until Ctrl-C or SIGTERM: it finishes decided
+    transactions (COMMIT/ABORT markers, pending acks) of the coordinators it holds.
+    Start several: they split the coordinators and take over a dead one's within
+    seconds."""
+    from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
+    from txnq.workers.scheduler import StopSignal
+
+    _configure_logging(log_level)
+    with _client(dsn) as client:  # resolves the DSN and checks the schema
+        settings, where = client.settings, client.dsn
+    with StopSignal() as stop:
+        thread = CoordinatorThread(CoordinatorWorker(where, settings)).start()
+        _note(f"coordinator worker {thread.worker.name} running; stop with Ctrl-C or SIGTERM")
+        try:
+            received = stop.wait()
+            _note(f"Stopping ({received})...")
+        finally:
+            thread.stop()
+
+
+# -- txnq txn -------------------------------------------------------------------
+
+
+def _txns_table(transactions: list[TransactionInfo]) -> Table:
+    return _table(
+        "Transactions",
+        [
+            "Id",
+            "State",
+            "Reason",
+            "Opened",
+            "Age",
+            "Timeout",
+            "Partitions",
+            "Subscriptions",
+            "Transactional id",
+        ],
+        (
+            [
+                t.id,
+                t.state,
+                t.reason,
+                t.opened_at,
+                f"{t.age_seconds:.1f}s",
+                _duration_text(t.timeout_seconds),
+                t.partitions,
+                t.subscriptions,
+                t.transactional_id,
+            ]
+            for t in transactions
+        ),
+    )
+
+
+def _txn_properties(t: TransactionInfo) -> Table:
+    overdue = f"{t.overdue_seconds:.1f}s past its timeout" if t.overdue_seconds else None
+    return _properties_table(
+        f"Transaction {t.id}",
+        [
+            ("state", t.state),
+            ("reason", t.reason),
+            ("coordinator", t.tc_id),
+            ("opened", t.opened_at),
+            ("timeout", f"{_duration_text(t.timeout_seconds)} (at {_time_text(t.timeout_at)})"),
+            ("decided", t.decided_at),
+            ("completed", t.completed_at),
+            ("overdue", overdue),
+            ("transactional id", t.transactional_id),
+            ("producer epoch", t.producer_epoch),
+            ("partitions (marked)", f"{t.partitions} ({t.partitions_marked})"),
+            ("subscriptions (done)", f"{t.subscriptions} ({t.subscriptions_done})"),
+        ],
+    )
+
+
+def _txn_description_tables(d: TransactionDescription) -> list[Table]:
+    return [
+        _table(
+            "Partitions written",
+            ["Topic", "Partition", "First offset", "Marker offset"],
+            ([p.topic, p.partition, p.first_offset, p.marker_offset] for p in d.partitions),
+        ),
+        _table(
+            "Subscriptions acknowledged on",
+            ["Topic", "Partition", "Subscription", "Pending acks", "Done"],
+            (
+                [s.topic, s.partition, s.subscription, s.pending_acks, "yes" if s.done else "no"]
+                for s in d.subscriptions
+            ),
+        ),
+        _table(
+            "History",
+            ["At", "State", "Reason", "Detail"],
+            ([h.at, h.state, h.reason, h.detail] for h in d.history),
+        ),
+    ]
+
+
+def _hanging_table(hanging: list[HangingTransaction]) -> Table:
+    return _table(
+        "Hanging transactions",
+        ["Id", "Topic", "Partition", "First offset", "Max read", "State", "Age", "Why"],
+        (
+            [
+                h.id,
+                h.topic,
+                h.partition,
+                h.first_offset,
+                h.max_read_offset,
+                h.state,
+                None if h.age_seconds is None else f"{h.age_seconds:.1f}s",
+                h.why,
+            ]
+            for h in hanging
+        ),
+    )
+
+
+@txn_app.command("list")
+def txn_list(
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            metavar="STATE",
+            show_default=False,
+            help="Only transactions in this state: OPEN, COMMITTING, COMMITTED, ABORTING "
+            "or ABORTED.",
+        ),
+    ] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            metavar="DURATION",
+            show_default=False,
+            help="Only transactions opened at least this long ago, e.g. 30s, 5m, 1h.",
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 100,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List transactions of the transaction log, newest first."""
+    with _client(dsn) as client:
+        transactions = client.admin.list_transactions(
+            state=state, older_than=older_than, limit=limit
+        )
+    if as_json:
+        _print_json([t.to_dict() for t in transactions])
+        return
+    _print_tables(_txns_table(transactions))
+
+
+@txn_app.command("describe")
+def txn_describe(txn_id: TxnIdArgument, dsn: DsnOption = None, as_json: JsonOption = False) -> None:
+    """Show a transaction: state, timeout, the partitions it wrote (and their
+    markers), the subscriptions it acknowledged on, and its state history."""
+    with _client(dsn) as client:
+        description = client.admin.describe_transaction(txn_id)
+    if as_json:
+        _print_json(description.to_dict())
+        return
+    console.print(_txn_properties(description.transaction))
+    _print_tables(*_txn_description_tables(description))
+
+
+@txn_app.command("abort")
+def txn_abort(txn_id: TxnIdArgument, dsn: DsnOption = None, as_json: JsonOption = False) -> None:
+    """Abort a transaction as an operator (reason admin) and finish the abort: ABORT
+    markers written, its messages never delivered, its pending acks released. Its
+    client gets TransactionEndedError on its next call. A committed transaction
+    cannot be aborted."""
+    with _client(dsn) as client:
+        info = client.admin.abort_transaction(txn_id)
+    if as_json:
+        _print_json(info.to_dict())
+        return
+    console.print(f"Transaction {info.id} is {info.state} ({info.reason})", highlight=False)
+
+
+@txn_app.command("find-hanging")
+def txn_find_hanging(
+    grace: Annotated[
+        str,
+        typer.Option(
+            "--grace",
+            metavar="DURATION",
+            help="How far past its timeout (or its decision) a transaction must be to count.",
+        ),
+    ] = "10s",
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Find transactions that hold a partition's max read offset back (so
+    read_committed consumers wait): open past their timeout by more than --grace
+    (no scheduler running?), decided but unfinished for longer than --grace (no
+    coordinator worker running?), or open longer than the maximum transaction
+    timeout. Abort one with `txnq txn abort ID`. Exits 1 when it finds any."""
+    with _client(dsn) as client:
+        hanging = client.admin.find_hanging_transactions(grace=grace)
+    if as_json:
+        _print_json([h.to_dict() for h in hanging])
+    else:
+        _print_tables(_hanging_table(hanging))
+    if hanging:
+        raise typer.Exit(1)
 
 
 def main() -> None:

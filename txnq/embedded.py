@@ -250,15 +250,19 @@ class EmbeddedServer:
                 return postmaster
             time.sleep(0.1)
 
-    def stop(self) -> None:
-        """Stop the server (fast shutdown: open sessions are rolled back). Idempotent."""
+    def stop(self, *, immediate: bool = False) -> None:
+        """Stop the server (fast shutdown: open sessions are rolled back). Idempotent.
+
+        ``immediate``: PostgreSQL's immediate mode, as good as a crash: no
+        checkpoint, and the next start replays the WAL (crash-recovery tests)."""
         if not self.home.exists():
             return
         with self._locked():
             postmaster = _Postmaster.read(self.data_dir)
             if postmaster is not None and postmaster.process_alive():
                 try:
-                    self._pg_ctl(["-m", "fast", "-w", "-t", str(STOP_TIMEOUT_SECONDS), "stop"])
+                    mode = "immediate" if immediate else "fast"
+                    self._pg_ctl(["-m", mode, "-w", "-t", str(STOP_TIMEOUT_SECONDS), "stop"])
                 except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
                     # pg_ctl exits non-zero when the server went away meanwhile.
                     if _Postmaster.read(self.data_dir) is not None and postmaster.process_alive():

@@ -172,6 +172,7 @@ class CoordinatorWorker:
             return 0
         done = 0
         while True:
+            done_before = done
             rows = conn.execute(
                 QUERIES["coordinator_decided"],
                 {"tc_ids": sorted(self.owned), "grace_seconds": grace, "limit": BATCH},
@@ -190,8 +191,8 @@ class CoordinatorWorker:
                 done += 1
                 self.completed += 1
                 log.info("transaction %s %s", txn_id, state.lower())
-            if len(rows) < BATCH:
-                return done
+            if len(rows) < BATCH or done == done_before:
+                return done  # the rest (or the failed ones) at the next scan
 
     @staticmethod
     def _on_step(step: str) -> None:
@@ -203,6 +204,26 @@ class CoordinatorWorker:
             failpoint("before_finish")
         elif step == "finish":
             failpoint("after_finish")
+
+
+class CoordinatorThread:
+    """A :class:`CoordinatorWorker` running in a daemon thread of this process
+    (``txnq standalone``, ``txnq worker coordinator``): ``start()``, ``stop()``."""
+
+    def __init__(self, worker: CoordinatorWorker) -> None:
+        self.worker = worker
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=worker.run, args=(self._stop,), daemon=True)
+
+    def start(self) -> CoordinatorThread:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the loop to stop and wait for it; its leases go with its session."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
 
 
 def main(dsn: str | None = None, settings: Settings | None = None) -> None:

@@ -3,15 +3,21 @@
     txnq worker scheduler --dsn postgresql://...      # or: python -m txnq.workers.scheduler
 
 A job is one line in :data:`JOBS`: a name, a function of a :class:`JobContext`
-that returns what it did (for the log), and how often it runs (``every``: a
+that returns what it did (for the log; None when it found nothing to do,
+logged at DEBUG only, so a job that runs every second does not flood the
+log), and how often it runs (``every``: a
 number of seconds or a function of the settings; None runs it once, when the
 scheduler starts). Jobs that exist today:
 
 - ``publish_settings`` (once at start): write the server-side settings
-  (ledger and entry-log rollover) into ``txnq.config``;
+  (ledger and entry-log rollover, transaction coordinators, maximum
+  transaction timeout) into ``txnq.config``;
 - ``roll_entry_log`` (every 60 s): ``txnq.roll_entry_log_v1(false)``. Appends
   check the entry log's size only on a sample, so an idle system rolls by age
-  only through this job.
+  only through this job;
+- ``abort_timed_out`` (every 1 s): ``txnq.abort_timed_out_v1`` decides ABORTING
+  (reason ``timeout``) for open transactions past their deadline; coordinator
+  workers then finish the abort (docs/transactions.md).
 
 Any number of scheduler processes may run against one database: each run of a
 job first takes a session-level advisory lock for the job (on a connection the
@@ -39,21 +45,23 @@ from psycopg.conninfo import conninfo_to_dict
 
 from txnq import errors, migrate
 from txnq.client import Client
+from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
 from txnq.storage import connect, create_engine_for, libpq_dsn
 
 log = logging.getLogger("txnq.workers.scheduler")
 
-# The advisory lock that keeps one instance of a job running across processes.
-# It is the worker's own coordination, not part of the data path, and this
-# module may not add to sql/queries/ (owned elsewhere), so the SQL stays here.
-# Session-level: held on the job's own connection from the start to the end of
-# a run; if the process dies, PostgreSQL drops the lock with the connection.
-TRY_JOB_LOCK = "SELECT pg_try_advisory_lock(hashtext(%(key)s))"
-RELEASE_JOB_LOCK = "SELECT pg_advisory_unlock(hashtext(%(key)s))"
-
 #: How often the entry log is checked for rollover by age or size.
 ENTRY_LOG_CHECK_SECONDS = 60.0
+
+#: How often open transactions are checked against their timeout: a transaction
+#: is aborted within about this long after its deadline (invariant 5).
+TXN_TIMEOUT_CHECK_SECONDS = 1.0
+
+#: Transactions aborted per call of abort_timed_out_v1, and calls per run: a
+#: run is bounded even when a crowd of clients vanished at once.
+TXN_TIMEOUT_BATCH = 1000
+TXN_TIMEOUT_MAX_CALLS = 20
 
 
 @dataclass
@@ -71,10 +79,11 @@ class JobContext:
 
 @dataclass(frozen=True)
 class Job:
-    """A maintenance job: ``run`` returns a one-line account of what it did."""
+    """A maintenance job: ``run`` returns a one-line account of what it did, or
+    None when there was nothing to do."""
 
     name: str
-    run: Callable[[JobContext], str]
+    run: Callable[[JobContext], str | None]
     # Seconds between runs, or a function of the settings giving them;
     # None: once, when the scheduler starts.
     every: float | Callable[[Settings], float] | None = None
@@ -91,7 +100,8 @@ class Job:
 
 
 def publish_settings(context: JobContext) -> str:
-    """Write this process's rollover settings where the SQL functions read them."""
+    """Write this process's server-side settings (rollover, transaction limits)
+    where the SQL functions read them."""
     settings = context.settings
     engine = create_engine_for(context.client.dsn, pool_size=1, application_name="txnq-scheduler")
     try:
@@ -105,7 +115,8 @@ def publish_settings(context: JobContext) -> str:
         f"{settings.entry_log_max_bytes} bytes or {settings.entry_log_max_age_seconds:g}s, "
         f"ledgers at {settings.ledger_max_entries} entries or {settings.ledger_max_bytes} bytes "
         f"(after {settings.ledger_min_rollover_seconds:g}s to "
-        f"{settings.ledger_max_rollover_seconds:g}s)"
+        f"{settings.ledger_max_rollover_seconds:g}s); {settings.tc_count} transaction "
+        f"coordinators, transaction timeouts up to {settings.txn_max_timeout:g}s"
     )
 
 
@@ -120,10 +131,28 @@ def roll_entry_log(context: JobContext) -> str:
     return f"the active entry log {active} is neither full nor old: nothing to roll"
 
 
+def abort_timed_out(context: JobContext) -> str | None:
+    """Decide ABORTING (reason ``timeout``) for open transactions past their
+    timeout. The decision wakes the coordinator workers (NOTIFY), which write
+    the ABORT markers and release the pending acks, as for a client's abort."""
+    aborted: list[str] = []
+    for _ in range(TXN_TIMEOUT_MAX_CALLS):
+        rows = context.client.query("abort_timed_out", {"max_count": TXN_TIMEOUT_BATCH})
+        aborted.extend(f"{row['tc_id']}:{row['txn_seq']}" for row in rows)
+        if len(rows) < TXN_TIMEOUT_BATCH:
+            break
+    if not aborted:
+        return None
+    more = f" and {len(aborted) - 10} more" if len(aborted) > 10 else ""
+    shown = ", ".join(aborted[:10]) + more
+    return f"aborted {len(aborted)} transaction(s) past their timeout: {shown}"
+
+
 #: The jobs every scheduler runs. Adding a job is one line here.
 JOBS: tuple[Job, ...] = (
     Job("publish_settings", publish_settings),
     Job("roll_entry_log", roll_entry_log, every=ENTRY_LOG_CHECK_SECONDS),
+    Job("abort_timed_out", abort_timed_out, every=TXN_TIMEOUT_CHECK_SECONDS),
 )
 
 
@@ -151,13 +180,13 @@ class _JobRunner:
                 self._lock_conn = connect(
                     self._client.dsn, application_name=f"txnq-scheduler-{name}"
                 )
-            row = self._lock_conn.execute(TRY_JOB_LOCK, {"key": key}).fetchone()
+            row = self._lock_conn.execute(QUERIES["job_try_lock"], {"key": key}).fetchone()
         except (psycopg.Error, errors.TxnqError) as exc:
             log.warning("job %s: skipped, PostgreSQL is unavailable: %s", name, exc)
             self._drop_connection()
             return
         if row is None or not row[0]:
-            log.info("job %s: skipped, another process is running it", name)
+            log.debug("job %s: skipped, another process is running it", name)
             return
         started = time.monotonic()
         try:
@@ -172,10 +201,14 @@ class _JobRunner:
                 exc_info=not isinstance(exc, errors.TxnqError | psycopg.OperationalError),
             )
         else:
-            log.info("job %s: %s (%.3fs)", name, outcome, time.monotonic() - started)
+            elapsed = time.monotonic() - started
+            if outcome is None:
+                log.debug("job %s: nothing to do (%.3fs)", name, elapsed)
+            else:
+                log.info("job %s: %s (%.3fs)", name, outcome, elapsed)
         finally:
             try:
-                self._lock_conn.execute(RELEASE_JOB_LOCK, {"key": key})
+                self._lock_conn.execute(QUERIES["job_release_lock"], {"key": key})
             except psycopg.Error:
                 self._drop_connection()  # closing the session releases the lock
 
