@@ -316,12 +316,7 @@ class Consumer:
             return
         from txnq.transaction import Transaction
 
-        if not isinstance(txn, Transaction):
-            raise errors.InvalidArgumentError(
-                f"txn must be a Transaction from client.new_transaction(), not {type(txn).__name__}"
-            )
-        txn._check_client(self._client)
-        txn._join_consumer(self)
+        Transaction.checked(txn, self._client)._join_consumer(self)
 
     def _ack_params(
         self,

@@ -273,11 +273,7 @@ class Producer:
             return
         from txnq.transaction import Transaction
 
-        if not isinstance(txn, Transaction):
-            raise errors.InvalidArgumentError(
-                f"txn must be a Transaction from client.new_transaction(), not {type(txn).__name__}"
-            )
-        txn._check_client(self._client)
+        Transaction.checked(txn, self._client)
         self._check_usable()
         txn._join_producer(self)
 

@@ -187,6 +187,16 @@ class Transaction:
                 f"transaction {self.txn_id} belongs to another database than this producer/consumer"
             )
 
+    @staticmethod
+    def checked(txn: object, client: Client) -> Transaction:
+        """``txn`` as given to a send or an ack: a Transaction of ``client``'s database."""
+        if not isinstance(txn, Transaction):
+            raise errors.InvalidArgumentError(
+                f"txn must be a Transaction from client.new_transaction(), not {type(txn).__name__}"
+            )
+        txn._check_client(client)
+        return txn
+
     def _join_producer(self, producer: Producer) -> None:
         """Called before a producer's first write in this transaction."""
         with self._lock:
