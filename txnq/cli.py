@@ -528,18 +528,28 @@ def _progress() -> Progress:
     )
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def _configure_logging(level: str) -> None:
-    """txnq's loggers (workers) to standard error through rich."""
+    """txnq's loggers (workers) to standard error: through rich on a terminal,
+    as plain one-line records otherwise (docker logs, systemd, files), so a
+    log collector never sees records wrapped at 80 columns."""
     from rich.logging import RichHandler
 
+    handler: logging.Handler
+    if err_console.is_terminal:
+        handler = RichHandler(
+            console=err_console, show_path=False, markup=False, rich_tracebacks=True
+        )
+    else:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.set_name("txnq-cli")
     for name, logger_level in (("txnq", level.upper()), ("apscheduler", "WARNING")):
         logger = logging.getLogger(name)
-        if not any(isinstance(h, RichHandler) for h in logger.handlers):
-            logger.addHandler(
-                RichHandler(
-                    console=err_console, show_path=False, markup=False, rich_tracebacks=True
-                )
-            )
+        if not any(h.get_name() == "txnq-cli" for h in logger.handlers):
+            logger.addHandler(handler)
         logger.setLevel(logger_level)
         logger.propagate = False
 

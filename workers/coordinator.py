@@ -27,6 +27,7 @@ exits at once (txnq/failpoints.py): ``after_partition_marker``,
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
 import os
@@ -35,6 +36,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -226,24 +228,34 @@ class CoordinatorThread:
             self._thread.join(timeout)
 
 
-def main(dsn: str | None = None, settings: Settings | None = None) -> None:
-    """Run a coordinator worker in the foreground until SIGINT/SIGTERM."""
-    import signal
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m txnq.workers.coordinator``: a coordinator worker in the
+    foreground until SIGINT/SIGTERM (``txnq worker coordinator`` is the same)."""
+    from txnq.workers.scheduler import StopSignal
 
-    settings = settings or load_settings()
-    dsn = dsn or settings.dsn
-    if dsn is None:
-        raise errors.ConfigurationError("the coordinator worker needs --dsn or TXNQ_DSN")
-    stop = threading.Event()
-
-    def _stop(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    CoordinatorWorker(dsn, settings).run(stop)
+    parser = argparse.ArgumentParser(
+        prog="python -m txnq.workers.coordinator", description="Run a txnq coordinator worker."
+    )
+    parser.add_argument("--dsn", help="PostgreSQL URL (default: TXNQ_DSN)")
+    parser.add_argument("--log-level", default="INFO", help="python logging level (INFO)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = load_settings()
+        dsn = args.dsn or settings.dsn
+        if dsn is None:
+            raise errors.ConfigurationError(
+                "the coordinator worker needs a database: pass --dsn or set TXNQ_DSN"
+            )
+        with StopSignal() as stop:
+            thread = CoordinatorThread(CoordinatorWorker(dsn, settings)).start()
+            stop.wait()
+            thread.stop()
+    except errors.TxnqError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     main()
