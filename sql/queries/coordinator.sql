@@ -37,12 +37,18 @@ ON CONFLICT (tc_id) DO UPDATE SET owner = excluded.owner, owned_since = excluded
 -- name: coordinator_decided
 -- Decided transactions of the given coordinators, oldest decision first. A
 -- client runs the marker phase of its own commit inline, so the periodic scan
--- leaves fresh decisions alone for a grace period; a NOTIFY asks for them at once.
+-- leaves fresh decisions alone for a grace period; a NOTIFY asks for them at
+-- once. SKIP LOCKED passes over a transaction whose marker phase someone (its
+-- client, txnq txn abort) is running right now: the worker does not queue
+-- behind it, and the next scan finds it again if it is still unfinished. The
+-- worker runs this in autocommit, so the lock ends with the statement; each
+-- step of the marker phase takes its own locks.
 SELECT tc_id, txn_seq, state FROM txnq.transactions
  WHERE state IN ('COMMITTING', 'ABORTING') AND tc_id = ANY(%(tc_ids)s::int[])
    AND decided_at <= now() - make_interval(secs => %(grace_seconds)s)
  ORDER BY decided_at
  LIMIT %(limit)s
+   FOR NO KEY UPDATE SKIP LOCKED
 
 -- name: coordinator_unmarked_partitions
 SELECT topic_id, partition FROM txnq.txn_partitions
