@@ -242,6 +242,30 @@ def test_cumulative_ack_in_a_transaction_applies_at_commit(dsn: str, client: txn
     assert sql_value(dsn, "SELECT max(mark_delete_offset) FROM txnq.cursors") == 4
 
 
+def test_transactions_can_each_consume_part_of_one_batch_entry(
+    dsn: str, client: txnq.Client
+) -> None:
+    """Consume-transform-produce in transactions smaller than the producer's
+    batches: each cumulative ack ends inside the same entry, after messages an
+    earlier transaction acknowledged."""
+    with client.producer("audit", batching_max_messages=10) as producer:
+        for i in range(10):
+            producer.send_async(f"b{i}")
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.entries") == 1
+    source = client.subscribe("audit", "etl", initial_position="earliest", **FAST)
+    batch = receive_messages(source, 10)
+    for upto in (3, 7, 9):
+        with client.new_transaction() as txn:
+            source.acknowledge_cumulative(batch[upto], txn=txn)
+    assert sql_value(dsn, "SELECT max(mark_delete_offset) FROM txnq.cursors") == 0
+    # A message inside the acknowledged part is still a conflict (a redelivery).
+    txn = client.new_transaction()
+    with pytest.raises(errors.TransactionConflictError, match="already acknowledged"):
+        source.acknowledge(batch[5], txn=txn)
+    again = client.subscribe("audit", "other", initial_position="earliest", **FAST)
+    assert len(receive_messages(again, 10)) == 10  # another subscription is untouched
+
+
 # -- conflicts -------------------------------------------------------------------
 
 

@@ -43,6 +43,8 @@ DECLARE
     v_mark_delete bigint;
     v_conflict record;
     v_split boolean := false;
+    v_split_offset bigint;
+    v_acked integer[];
 BEGIN
     p_offsets := coalesce(p_offsets, '{}');
     p_batch_indexes := coalesce(p_batch_indexes, '{}');
@@ -77,6 +79,7 @@ BEGIN
         p_offsets := p_offsets || array_fill(p_cumulative_offset, ARRAY[p_cumulative_batch_index + 1]);
         p_batch_indexes := p_batch_indexes || ARRAY(SELECT generate_series(0, p_cumulative_batch_index));
         p_batch_sizes := p_batch_sizes || array_fill(p_cumulative_batch_size, ARRAY[p_cumulative_batch_index + 1]);
+        v_split_offset := p_cumulative_offset;
         p_cumulative_offset := p_cumulative_offset - 1;
         v_split := true;
     END IF;
@@ -132,6 +135,21 @@ BEGIN
     -- In a transaction: a message acknowledged before cannot be acknowledged again.
     IF v_split AND p_cumulative_offset <= v_mark_delete THEN
         p_cumulative_offset := NULL;  -- only the batch's own messages remain to acknowledge
+    END IF;
+    IF v_split AND v_split_offset > v_mark_delete THEN
+        -- Cumulative up to a message inside a batch: its messages before the
+        -- position that are acknowledged already (an earlier transaction
+        -- consumed the first part of the batch) stay acknowledged; only the
+        -- position itself must not be, as with a whole entry.
+        SELECT a.acked_batch_indexes INTO v_acked FROM txnq.individual_acks a
+         WHERE a.topic_id = p_topic_id AND a.partition = p_partition
+           AND a.subscription_id = p_subscription_id AND a.entry_offset = v_split_offset;
+        IF v_acked IS NOT NULL THEN
+            SELECT array_agg(u.o ORDER BY u.n), array_agg(u.i ORDER BY u.n), array_agg(u.s ORDER BY u.n)
+              INTO p_offsets, p_batch_indexes, p_batch_sizes
+              FROM unnest(p_offsets, p_batch_indexes, p_batch_sizes) WITH ORDINALITY AS u(o, i, s, n)
+             WHERE NOT (u.o = v_split_offset AND u.i <> p_cumulative_batch_index AND u.i = ANY (v_acked));
+        END IF;
     END IF;
     IF p_cumulative_offset <= v_mark_delete
        OR EXISTS (SELECT 1 FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
