@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import psycopg
 
 from txnq import errors
-from txnq.failpoints import failpoint
+from txnq.failpoints import armed, failpoint
 from txnq.queries import QUERIES
 from txnq.storage import translate
 
@@ -231,14 +231,21 @@ class Transaction:
     # -- internals ----------------------------------------------------------
 
     def _end(self, *, commit: bool, wait: bool) -> None:
-        row = self._retrying(
-            "end_txn", {"commit": commit, "reason": "client", "notify": not wait}, row=True
-        )
-        state, reason = row
-        self._state, self._reason = state, reason
-        failpoint("client_after_decision")
-        if wait:
-            self._complete()
+        if wait and not armed("client_after_decision"):
+            # The fast path: decision and marker phase in one PostgreSQL
+            # transaction (one round trip, one WAL flush).
+            state, reason, final = self._retrying(
+                "end_and_complete_txn", {"commit": commit, "reason": "client"}, row=True
+            )
+            self._state, self._reason = str(final), reason
+        else:
+            state, reason = self._retrying(
+                "end_txn", {"commit": commit, "reason": "client", "notify": not wait}, row=True
+            )
+            self._state, self._reason = state, reason
+            failpoint("client_after_decision")
+            if wait:
+                self._complete()
         if commit and state in ("ABORTING", "ABORTED"):
             self._check_open()  # raises what it was aborted for
         if not commit and state in ("COMMITTING", "COMMITTED"):
