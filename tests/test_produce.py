@@ -476,3 +476,18 @@ def test_rolling_the_entry_log_while_producers_append_loses_nothing(
 def test_rolling_the_entry_log_is_skipped_when_not_needed(client: txnq.Client, dsn: str) -> None:
     assert sql_value(dsn, "SELECT txnq.roll_entry_log_v1(false)") == 1
     assert sql_value(dsn, "SELECT count(*) FROM txnq.entry_logs") == 1
+
+
+def test_flush_raises_the_first_error_of_a_batch_written_since_the_last_flush(
+    client: txnq.Client,
+) -> None:
+    client.admin.create_topic("doomed")
+    producer = client.producer("doomed", batching_max_delay="1s")
+    producer.send("before")
+    client.admin.delete_topic("doomed", force=True)
+    pending = producer.send_async("after")
+    with pytest.raises(errors.TopicNotFoundError):
+        producer.flush()
+    with pytest.raises(errors.TopicNotFoundError):
+        pending.result(timeout=5)  # the message's own handle has it too
+    producer.flush()  # reported once: nothing new since

@@ -188,6 +188,9 @@ class Producer:
         self._last_futures: dict[int, Future[int]] = {}
         self._closed = False
         self._failure: errors.TxnqError | None = None
+        # The first error of a batch written since the last flush(), which
+        # flush() raises so a failed send_async is never silent.
+        self._unreported: errors.TxnqError | None = None
         self._next_sequence: dict[int, int] = {}
         if transactional_id is not None:
             epoch = client._transactional_epoch(transactional_id)
@@ -336,7 +339,13 @@ class Producer:
         return PendingSend(self.topic, target, batch, index)
 
     def flush(self) -> None:
-        """Write every queued message and wait until all sent so far are written."""
+        """Write every queued message and wait until all sent so far are written.
+
+        Raises the first error of a batch written since the previous flush()
+        (each of its messages' PendingSend and callback has it too), so a
+        failed ``send_async`` is never silent, as Pulsar's flush. Messages sent
+        in a transaction report theirs through ``txn.commit()`` instead.
+        """
         self._check_usable()
         for partition in range(self._partitions):
             self._flush_partition(partition)
@@ -345,6 +354,10 @@ class Producer:
         for future in futures:
             future.exception(self._send_timeout)
         self._check_usable()
+        with self._cond:
+            unreported, self._unreported = self._unreported, None
+        if unreported is not None:
+            raise unreported
 
     def close(self) -> None:
         """Flush and release the connection. Safe to call twice."""
@@ -488,6 +501,9 @@ class Producer:
         except errors.TxnqError as exc:
             if batch.txn is not None:
                 batch.txn._record_failure(exc)
+            else:
+                with self._cond:
+                    self._unreported = self._unreported or exc
             batch.future.set_exception(exc)
         else:
             batch.future.set_result(offset)
