@@ -371,6 +371,10 @@ def test_usage_errors_exit_2() -> None:
         ["txn", "describe"],
         ["txn", "abort"],
         ["txn", "find-hanging"],
+        ["topics", "set-policy"],
+        ["gc"],
+        ["gc", "run"],
+        ["gc", "history"],
     ],
     ids=lambda command: " ".join(command) or "txnq",
 )

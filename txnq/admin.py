@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 FOREVER = ("infinite", "forever", "-1")
 
+# set_topic_policy(ttl=...) left out: keep the TTL (None removes it).
+_UNCHANGED = object()
+
 
 @dataclass(frozen=True)
 class TopicInfo:
@@ -308,6 +311,43 @@ class Admin:
                 "(keys would move to other partitions and lose their order)"
             )
         self._client.execute("add_partitions", {"topic_id": topic.topic_id, "partitions": count})
+        return self.get_topic(name)
+
+    def set_topic_policy(
+        self,
+        name: str,
+        *,
+        retention: Duration | None = None,
+        retention_size: Size | None = None,
+        ttl: Duration | object | None = _UNCHANGED,
+    ) -> TopicInfo:
+        """Change a topic's lifecycle policies; what is not given stays.
+
+        ``retention`` keeps consumed ledgers for that long (-1/"infinite":
+        forever, 0: not by time), ``retention_size`` while they add up to at
+        most that (-1: no cap, 0: not by size); both 0 deletes what every
+        subscription has consumed at the next retention run. ``ttl``
+        acknowledges messages older than that on the subscriptions' behalf;
+        ``ttl=None`` removes it. The lifecycle jobs read the new values at
+        their next run (docs/lifecycle.md).
+        """
+        topic = self.get_topic(name)
+        if retention is None and retention_size is None and ttl is _UNCHANGED:
+            raise InvalidArgumentError(
+                "nothing to change: give retention, retention_size and/or ttl"
+            )
+        params = {
+            "topic_id": topic.topic_id,
+            "retention_seconds": None if retention is None else parse_retention_time(retention),
+            "retention_bytes": None
+            if retention_size is None
+            else parse_retention_size(retention_size),
+            "ttl_seconds": None
+            if ttl is None or ttl is _UNCHANGED
+            else parse_duration(ttl, what="ttl", allow_zero=False),  # type: ignore[arg-type]
+            "clear_ttl": ttl is None,
+        }
+        self._client.execute("set_topic_policy", params)
         return self.get_topic(name)
 
     def delete_topic(self, name: str, *, force: bool = False) -> None:

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     )
     from txnq.consumer import Consumer
     from txnq.embedded import EmbeddedServer
+    from txnq.lifecycle import LifecycleReport
     from txnq.producer import PendingSend
 
 #: Results (tables, JSON). Notes, progress and errors go to ``err_console``.
@@ -152,6 +153,11 @@ txn_app = typer.Typer(
 app.add_typer(topics_app, name="topics")
 app.add_typer(subscriptions_app, name="subscriptions")
 app.add_typer(txn_app, name="txn")
+gc_app = typer.Typer(
+    help="The message lifecycle on demand: TTL, retention and entry-log GC; their history.",
+    no_args_is_help=True,
+)
+app.add_typer(gc_app, name="gc")
 app.add_typer(server_app, name="server")
 app.add_typer(worker_app, name="worker")
 
@@ -791,6 +797,55 @@ def topics_create(
             ttl=ttl,
             max_message_bytes=max_message_bytes,
         )
+    if as_json:
+        _print_json(topic.to_dict())
+        return
+    console.print(_topic_table(topic))
+
+
+@topics_app.command("set-policy")
+def topics_set_policy(
+    name: TopicArgument,
+    retention: Annotated[
+        str | None,
+        typer.Option(
+            "--retention",
+            metavar="DURATION",
+            show_default=False,
+            help="Keep consumed messages this long, e.g. 7d; 'infinite' keeps them forever; "
+            "0: not by time.",
+        ),
+    ] = None,
+    retention_size: Annotated[
+        str | None,
+        typer.Option(
+            "--retention-size",
+            metavar="SIZE",
+            show_default=False,
+            help="Keep consumed messages while they add up to at most this, e.g. 10GiB; "
+            "'infinite' for no cap; 0: not by size.",
+        ),
+    ] = None,
+    ttl: Annotated[
+        str | None,
+        typer.Option(
+            "--ttl",
+            metavar="DURATION",
+            show_default=False,
+            help="Acknowledge unconsumed messages older than this on every subscription's "
+            "behalf, e.g. 1h; 'none' removes the TTL.",
+        ),
+    ] = None,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change a topic's lifecycle policies (retention, TTL); what is not given stays.
+    The scheduler applies them at its next TTL and retention runs."""
+    changes: dict[str, Any] = {"retention": retention, "retention_size": retention_size}
+    if ttl is not None:
+        changes["ttl"] = None if ttl.strip().lower() == "none" else ttl
+    with _client(dsn) as client:
+        topic = client.admin.set_topic_policy(name, **changes)
     if as_json:
         _print_json(topic.to_dict())
         return
@@ -1565,6 +1620,137 @@ def txn_find_hanging(
         _print_tables(_hanging_table(hanging))
     if hanging:
         raise typer.Exit(1)
+
+
+# -- txnq gc --------------------------------------------------------------------
+
+
+def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
+    tables: list[Table] = []
+    for report in reports:
+        if report.job == "ttl":
+            tables.append(
+                _table(
+                    "TTL: cursors moved",
+                    ["Topic", "Partition", "Subscription id", "Mark-delete before", "After"],
+                    (
+                        [
+                            i.topic,
+                            i.partition,
+                            i.subscription_id,
+                            i.mark_delete_before,
+                            i.mark_delete_after,
+                        ]
+                        for i in report.items
+                    ),
+                )
+            )
+        elif report.job == "retention":
+            tables.append(
+                _table(
+                    "Retention: ledgers deleted",
+                    ["Topic", "Partition", "Ledger", "Offsets", "Size"],
+                    (
+                        [
+                            i.topic,
+                            i.partition,
+                            i.ledger_id,
+                            f"{i.first_offset}-{i.last_offset}",
+                            _size_text(i.size_bytes),
+                        ]
+                        for i in report.items
+                    ),
+                )
+            )
+        else:
+            tables.append(
+                _table(
+                    "Entry-log GC" + (" (dry run)" if report.dry_run else ""),
+                    ["Entry log", "Table", "Entries", "Live", "Live share", "On disk", "Action"],
+                    (
+                        [
+                            i.entry_log_id,
+                            i.table_name,
+                            i.entries,
+                            i.live_entries,
+                            f"{i.live_share:.0%}",
+                            _size_text(i.total_bytes),
+                            i.action,
+                        ]
+                        for i in report.items
+                    ),
+                )
+            )
+    return tables
+
+
+@gc_app.command("run")
+def gc_run(
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Only report which sealed entry logs GC would drop; TTL and retention "
+            "do not run (they would move cursors and delete ledgers).",
+        ),
+    ] = False,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the lifecycle now, as the scheduler does on its schedule: TTL (acknowledge
+    expired messages), retention (delete consumed ledgers retention no longer keeps),
+    then entry-log GC (drop sealed entry logs that hold nothing live)."""
+    from txnq import lifecycle
+
+    with _client(dsn) as client:
+        reports = lifecycle.run_all(client, dry_run=dry_run)
+    if as_json:
+        _print_json([r.to_dict() for r in reports])
+        return
+    _print_tables(*_gc_tables(reports))
+    reclaimed = sum(r.reclaimed_bytes for r in reports if r.job == "gc")
+    verb = "would reclaim" if dry_run else "reclaimed"
+    console.print(f"Entry-log GC {verb} {_size_text(reclaimed)}", highlight=False)
+
+
+@gc_app.command("history")
+def gc_history(
+    job: Annotated[
+        str | None,
+        typer.Option("--job", metavar="JOB", show_default=False, help="ttl, retention or gc."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 20,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The lifecycle runs that did something (txnq.gc_runs), newest first."""
+    if job is not None and job not in ("ttl", "retention", "gc"):
+        _fail(f"--job must be ttl, retention or gc, not {job!r}")
+    if not 1 <= limit <= 10_000:
+        _fail(f"--limit must be from 1 to 10000, not {limit}")
+    with _client(dsn) as client:
+        rows = client.query("gc_history", {"job": job, "limit": limit})
+    if as_json:
+        _print_json(rows)
+        return
+    _print_tables(
+        _table(
+            "Lifecycle runs",
+            ["Run", "Job", "Dry run", "Started", "Items", "Bytes", "Details"],
+            (
+                [
+                    r["run_id"],
+                    r["job"],
+                    "yes" if r["dry_run"] else "no",
+                    r["started_at"],
+                    r["items"],
+                    _size_text(r["bytes"]),
+                    json.dumps(r["details"]),
+                ]
+                for r in rows
+            ),
+        )
+    )
 
 
 def main() -> None:

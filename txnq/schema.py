@@ -291,3 +291,17 @@ pending_acks = Table(
     Column("txn_seq", BigInteger, nullable=False),
     Index("pending_acks_by_txn", "tc_id", "txn_seq"),
 )
+
+gc_runs = Table(
+    "gc_runs",
+    metadata,
+    Column("run_id", BigInteger, Identity(always=True), primary_key=True),
+    Column("job", Text, nullable=False),
+    Column("dry_run", Boolean, nullable=False),
+    Column("started_at", TZ, nullable=False),
+    Column("finished_at", TZ, nullable=False),
+    Column("items", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("details", JSONB, nullable=False),
+    Index("gc_runs_job_time", "job", "started_at"),
+)

@@ -17,7 +17,11 @@ scheduler starts). Jobs that exist today:
   only through this job;
 - ``abort_timed_out`` (every 1 s): ``txnq.abort_timed_out_v1`` decides ABORTING
   (reason ``timeout``) for open transactions past their deadline; coordinator
-  workers then finish the abort (docs/transactions.md).
+  workers then finish the abort (docs/transactions.md);
+- ``expire_ttl`` (every ``TTL_CHECK_INTERVAL_SECONDS``, 300 s),
+  ``apply_retention`` (every ``RETENTION_CHECK_INTERVAL_SECONDS``, 120 s) and
+  ``collect_entry_logs`` (every ``GC_MINOR_INTERVAL_SECONDS``, 1 h): the message
+  lifecycle of txnq/lifecycle.py (docs/lifecycle.md).
 
 Any number of scheduler processes may run against one database: each run of a
 job first takes a session-level advisory lock for the job (on a connection the
@@ -43,7 +47,7 @@ import psycopg
 from apscheduler.schedulers.background import BackgroundScheduler
 from psycopg.conninfo import conninfo_to_dict
 
-from txnq import errors, migrate
+from txnq import errors, lifecycle, migrate
 from txnq.client import Client
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
@@ -148,11 +152,49 @@ def abort_timed_out(context: JobContext) -> str | None:
     return f"aborted {len(aborted)} transaction(s) past their timeout: {shown}"
 
 
+def expire_ttl(context: JobContext) -> str | None:
+    """TTL: acknowledge messages older than their topic's TTL."""
+    report = lifecycle.expire_ttl(context.client)
+    if not report.items:
+        return None
+    moved = sum(i.mark_delete_after - i.mark_delete_before for i in report.items)
+    return f"expired {moved} entries on {len(report.items)} cursor(s)"
+
+
+def apply_retention(context: JobContext) -> str | None:
+    """Retention: delete consumed ledgers that retention no longer keeps."""
+    report = lifecycle.apply_retention(context.client)
+    if not report.items:
+        return None
+    return (
+        f"deleted {len(report.items)} ledger(s) of "
+        f"{len({i.topic for i in report.items})} topic(s), {report.reclaimed_bytes} bytes"
+    )
+
+
+def collect_entry_logs(context: JobContext) -> str | None:
+    """Entry-log GC: drop sealed entry logs whose ledgers are all deleted."""
+    report = lifecycle.collect_entry_logs(context.client)
+    if not report.items:
+        return None
+    dropped = [i.entry_log_id for i in report.items if i.action == "dropped"]
+    kept = ", ".join(
+        f"{i.entry_log_id} ({i.live_share:.0%} live)" for i in report.items if i.action != "dropped"
+    )
+    return (
+        f"dropped entry logs {dropped or 'none'} ({report.reclaimed_bytes} bytes); "
+        f"kept {kept or 'none'}"
+    )
+
+
 #: The jobs every scheduler runs. Adding a job is one line here.
 JOBS: tuple[Job, ...] = (
     Job("publish_settings", publish_settings),
     Job("roll_entry_log", roll_entry_log, every=ENTRY_LOG_CHECK_SECONDS),
     Job("abort_timed_out", abort_timed_out, every=TXN_TIMEOUT_CHECK_SECONDS),
+    Job("expire_ttl", expire_ttl, every=lambda s: s.ttl_check_interval_seconds),
+    Job("apply_retention", apply_retention, every=lambda s: s.retention_check_interval_seconds),
+    Job("collect_entry_logs", collect_entry_logs, every=lambda s: s.gc_minor_interval_seconds),
 )
 
 
