@@ -158,16 +158,25 @@ def consume_transform_produce(
 # -- 3. commit latency -----------------------------------------------------------
 
 
-def concurrently(clients: int, work: Callable[[int], list[float]]) -> list[float]:
-    """Run ``work(client_index)`` in ``clients`` threads; all their latencies."""
+def concurrently(
+    clients: int, work: Callable[[int, threading.Barrier], list[float]]
+) -> list[float]:
+    """Run ``work(client_index, ready)`` in ``clients`` threads; all their latencies.
+
+    Each ``work`` waits at ``ready`` after its setup, so the timed parts overlap.
+    A thread that fails breaks the barrier, and the barrier has a timeout, so
+    one client that cannot connect never leaves the others waiting forever.
+    """
+    ready = threading.Barrier(clients, timeout=60)
     results: list[list[float]] = [[] for _ in range(clients)]
     errors: list[BaseException] = []
 
     def run(index: int) -> None:
         try:
-            results[index] = work(index)
+            results[index] = work(index, ready)
         except BaseException as exc:  # reported below, not lost in a thread
             errors.append(exc)
+            ready.abort()
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
     for thread in threads:
@@ -183,9 +192,8 @@ def commit_latencies(
     dsn: str, topic: str, clients: int, commits: int, data: bytes, seconds: float
 ) -> list[float]:
     """Seconds each ``commit()`` of a one-message transaction took."""
-    ready = threading.Barrier(clients)
 
-    def work(index: int) -> list[float]:
+    def work(index: int, ready: threading.Barrier) -> list[float]:
         latencies: list[float] = []
         with txnq.Client(dsn) as client, client.producer(topic) as producer:
             ready.wait()
@@ -207,9 +215,8 @@ def raw_commit_latencies(
     dsn: str, clients: int, commits: int, data: bytes, seconds: float
 ) -> list[float]:
     """Seconds each autocommit single-row INSERT (its commit included) took."""
-    ready = threading.Barrier(clients)
 
-    def work(index: int) -> list[float]:
+    def work(index: int, ready: threading.Barrier) -> list[float]:
         latencies: list[float] = []
         with psycopg.connect(dsn, autocommit=True) as conn:
             ready.wait()
@@ -255,10 +262,12 @@ def main() -> int:
     dsn = client.dsn
     suffix = uuid.uuid4().hex[:8]
     topics = {name: f"bench-{name}-{suffix}" for name in ("plain", "txn", "in", "out", "lat")}
-    for topic in topics.values():
-        client.admin.create_topic(topic, partitions=PARTITIONS)
+    created: list[str] = []
     data = payloads(max(args.messages, args.ctp_messages))
     try:
+        for topic in topics.values():
+            client.admin.create_topic(topic, partitions=PARTITIONS)
+            created.append(topic)
         with psycopg.connect(txnq.storage.libpq_dsn(dsn), autocommit=True) as conn:
             row = conn.execute("SHOW server_version").fetchone()
             version = row[0] if row else "?"
@@ -279,7 +288,7 @@ def main() -> int:
     finally:
         with psycopg.connect(txnq.storage.libpq_dsn(dsn), autocommit=True) as conn:
             conn.execute("DROP TABLE IF EXISTS txnq_bench_txn_raw")
-        for topic in topics.values():
+        for topic in created:
             client.admin.delete_topic(topic, force=True)
         client.close()
 
