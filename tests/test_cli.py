@@ -375,6 +375,7 @@ def test_usage_errors_exit_2() -> None:
         ["gc"],
         ["gc", "run"],
         ["gc", "history"],
+        ["gc", "doctor"],
     ],
     ids=lambda command: " ".join(command) or "txnq",
 )

@@ -207,7 +207,7 @@ def test_gc_drops_an_entry_log_whose_ledgers_are_all_deleted(dsn: str, client: t
 
     kept = lifecycle.collect_entry_logs(client, grace_seconds=0)  # nothing deleted yet
     assert [(i.entry_log_id, i.action, i.live_entries) for i in kept.items] == [
-        (1, "kept: live entries", 4)
+        (1, "kept: 100% live", 4)
     ]
     lifecycle.apply_retention(client)
     dry = lifecycle.collect_entry_logs(client, dry_run=True, grace_seconds=0)

@@ -26,7 +26,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -1686,12 +1686,28 @@ def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
 
 @gc_app.command("run")
 def gc_run(
+    minor: Annotated[
+        bool,
+        typer.Option(
+            "--minor",
+            help="Compact sealed entry logs whose live share is under GC_MINOR_THRESHOLD "
+            "(0.2), as the hourly job does. The default.",
+        ),
+    ] = False,
+    major: Annotated[
+        bool,
+        typer.Option(
+            "--major",
+            help="Compact sealed entry logs whose live share is under GC_MAJOR_THRESHOLD "
+            "(0.8), as the daily job does.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option(
             "--dry-run",
-            help="Only report which sealed entry logs GC would drop; TTL and retention "
-            "do not run (they would move cursors and delete ledgers).",
+            help="Only report which sealed entry logs GC would drop or compact; TTL and "
+            "retention do not run (they would move cursors and delete ledgers).",
         ),
     ] = False,
     dsn: DsnOption = None,
@@ -1699,11 +1715,35 @@ def gc_run(
 ) -> None:
     """Run the lifecycle now, as the scheduler does on its schedule: TTL (acknowledge
     expired messages), retention (delete consumed ledgers retention no longer keeps),
-    then entry-log GC (drop sealed entry logs that hold nothing live)."""
+    then entry-log GC: drop sealed entry logs that hold nothing live, and compact
+    those whose live share is under the threshold (live rows move to a new log, the
+    old one is dropped), within GC_TIME_BUDGET_SECONDS and at most
+    GC_MAX_BYTES_PER_SECOND."""
     from txnq import lifecycle
 
-    with _client(dsn) as client:
-        reports = lifecycle.run_all(client, dry_run=dry_run)
+    if minor and major:
+        _fail("choose one of --minor and --major")
+    compaction: lifecycle.Compaction = "major" if major else "minor"
+    reports: list[LifecycleReport] = []
+    with _client(dsn) as client, _progress() as progress:
+        steps: list[tuple[str, Callable[[], LifecycleReport]]] = [
+            (
+                "Entry-log GC",
+                lambda: lifecycle.collect_entry_logs(
+                    client, dry_run=dry_run, compaction=compaction
+                ),
+            )
+        ]
+        if not dry_run:
+            steps[:0] = [
+                ("TTL", lambda: lifecycle.expire_ttl(client)),
+                ("Retention", lambda: lifecycle.apply_retention(client)),
+            ]
+        task = progress.add_task("Lifecycle", total=len(steps))
+        for description, step in steps:
+            progress.update(task, description=description)
+            reports.append(step())
+            progress.advance(task)
     if as_json:
         _print_json([r.to_dict() for r in reports])
         return
@@ -1713,19 +1753,128 @@ def gc_run(
     console.print(f"Entry-log GC {verb} {_size_text(reclaimed)}", highlight=False)
 
 
+@gc_app.command("doctor")
+def gc_doctor(
+    remove: Annotated[
+        bool,
+        typer.Option(
+            "--remove",
+            help="Remove what the sweep finds (each item checked again as it goes): orphan "
+            "ledgers are marked DELETED, entries without a ledger get a DELETED ledger, "
+            "inactive subscriptions are unsubscribed. Run without it first to see what "
+            "would go.",
+        ),
+    ] = False,
+    inactive_after: Annotated[
+        str | None,
+        typer.Option(
+            "--inactive-after",
+            metavar="DURATION",
+            show_default=False,
+            help="A subscription without consumers whose cursor has not moved for this "
+            "long is inactive (default: INACTIVE_CURSOR_SECONDS, 7d).",
+        ),
+    ] = None,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Sweep for dirty data: orphan ledgers (their topic or partition is gone, or
+    an open ledger that is not its partition's current one), entries without a
+    ledger, and inactive subscriptions. Reports only, unless --remove. Exits 1
+    when it finds something and does not remove it."""
+    from txnq import lifecycle
+
+    inactive = (
+        None if inactive_after is None else parse_duration(inactive_after, what="--inactive-after")
+    )
+    with _client(dsn) as client, _progress() as progress:
+        progress.add_task("Sweeping for dirty data", total=None)
+        report = lifecycle.doctor(client, remove=remove, inactive_seconds=inactive)
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        _print_tables(
+            _table(
+                "Orphan ledgers",
+                ["Topic id", "Partition", "Ledger", "State", "Offsets", "Reason", "Removed"],
+                (
+                    [
+                        i.topic_id,
+                        i.partition,
+                        i.ledger_id,
+                        i.state,
+                        f"{i.first_offset}-{'' if i.last_offset is None else i.last_offset}",
+                        i.reason,
+                        "yes" if i.removed else "no",
+                    ]
+                    for i in report.orphan_ledgers
+                ),
+            ),
+            _table(
+                "Entries without a ledger",
+                [
+                    "Topic id",
+                    "Partition",
+                    "Ledger",
+                    "Entry logs",
+                    "Entries",
+                    "Offsets",
+                    "Size",
+                    "Removed",
+                ],
+                (
+                    [
+                        i.topic_id,
+                        i.partition,
+                        i.ledger_id,
+                        ", ".join(map(str, i.entry_logs)),
+                        i.entries,
+                        f"{i.first_offset}-{i.last_offset}",
+                        _size_text(i.bytes),
+                        "yes" if i.removed else "no",
+                    ]
+                    for i in report.entries_without_ledger
+                ),
+            ),
+            _table(
+                "Inactive subscriptions",
+                ["Topic", "Subscription", "Type", "Last active", "Backlog", "Removed"],
+                (
+                    [
+                        i.topic,
+                        i.subscription,
+                        i.subscription_type,
+                        i.last_active,
+                        i.backlog,
+                        "yes" if i.removed else "no",
+                    ]
+                    for i in report.inactive_subscriptions
+                ),
+            ),
+        )
+        if report.clean:
+            _note("No dirty data found")
+        elif not remove:
+            _note("Run again with --remove to remove what is listed above")
+    if not report.clean and not remove:
+        raise typer.Exit(1)
+
+
 @gc_app.command("history")
 def gc_history(
     job: Annotated[
         str | None,
-        typer.Option("--job", metavar="JOB", show_default=False, help="ttl, retention or gc."),
+        typer.Option(
+            "--job", metavar="JOB", show_default=False, help="ttl, retention, gc or doctor."
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 20,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The lifecycle runs that did something (txnq.gc_runs), newest first."""
-    if job is not None and job not in ("ttl", "retention", "gc"):
-        _fail(f"--job must be ttl, retention or gc, not {job!r}")
+    if job is not None and job not in ("ttl", "retention", "gc", "doctor"):
+        _fail(f"--job must be ttl, retention, gc or doctor, not {job!r}")
     if not 1 <= limit <= 10_000:
         _fail(f"--limit must be from 1 to 10000, not {limit}")
     with _client(dsn) as client:

@@ -104,3 +104,9 @@ class TransactionNotFoundError(TransactionError):
 class TransactionAbortedError(TransactionEndedError):
     """``commit()`` could not commit: the transaction was aborted instead (a write
     in it failed, it timed out, or an administrator or a newer producer aborted it)."""
+
+
+class GcBusyError(TxnqError):
+    """Storage GC could not go on now: another GC run holds its lock, or readers
+    and appends held ``txnq.entries`` longer than the swap may wait. Nothing was
+    lost or changed half-way; the next run (or a retry) picks it up."""

@@ -12,9 +12,14 @@ Three steps, as in Pulsar and BookKeeper, each a function of a
 - :func:`collect_entry_logs` drops a sealed entry log (a PostgreSQL partition
   of ``txnq.entries``) whose entries all belong to deleted ledgers: DETACH
   PARTITION ... CONCURRENTLY (appends and reads go on), a second look at the
-  detached table, then DROP TABLE. No row deletes, no vacuum bloat. A log that
-  still holds live entries is reported with its live share; moving those rows
-  (compaction) is not done by this version.
+  detached table, then DROP TABLE. No row deletes, no vacuum bloat. A log whose
+  live share is under the minor (or, for a major run, the major) threshold is
+  compacted: its live rows are copied, throttled by bytes and within the run's
+  time budget, into a new detached table that one short transaction then
+  swaps in for the old log (sql/functions/compaction_v1.sql says why it is
+  not the active log).
+- :func:`doctor` finds dirty data (orphan ledgers, entries without a ledger,
+  inactive subscriptions) and removes it only when asked.
 
 Every run is recorded in ``txnq.gc_runs``.
 """
@@ -24,9 +29,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import psycopg
 from psycopg import sql
@@ -50,6 +57,22 @@ FINALIZE = sql.SQL("ALTER TABLE txnq.entries DETACH PARTITION {} FINALIZE")
 ATTACH = sql.SQL("ALTER TABLE txnq.entries ATTACH PARTITION {} FOR VALUES IN ({})")
 DROP = sql.SQL("DROP TABLE {}")
 LOCK_TIMEOUT = "SET lock_timeout = '5s'"
+
+#: How a GC run treats a sealed log that still holds live rows: ``none`` keeps
+#: it, ``minor``/``major`` compact it when its live share (live payload bytes
+#: over all payload bytes) is under GC_MINOR_THRESHOLD / GC_MAJOR_THRESHOLD.
+Compaction = Literal["none", "minor", "major"]
+COMPACTION_MODES: tuple[str, ...] = ("none", "minor", "major")
+
+#: The compaction swap waits at most this long for txnq.entries (readers and
+#: appends wait behind it meanwhile); then the run keeps the copy for later.
+SWAP_LOCK_TIMEOUT = "2s"
+
+#: One compaction copy transaction moves at most this many entries, and at
+#: most a quarter second of the byte rate (at least 1 MiB, 16 MiB unthrottled).
+COPY_CHUNK_ROWS = 1000
+COPY_CHUNK_MIN_BYTES = 1 << 20
+COPY_CHUNK_UNTHROTTLED_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -82,7 +105,11 @@ class EntryLogGc:
     live_entries: int
     live_bytes: int
     total_bytes: int  # on disk, indexes and TOAST included
-    action: str  # dropped | would drop | kept: live entries | kept: a late append | ...
+    action: str  # dropped | would drop | compacted | would compact | kept: ... (why)
+    # Compaction: the new entry log the live rows went to, and how much moved.
+    compacted_into: int | None = None
+    moved_entries: int = 0
+    moved_bytes: int = 0
 
     @property
     def live_share(self) -> float:
@@ -148,50 +175,145 @@ def apply_retention(client: Client) -> LifecycleReport:
     return report
 
 
-def collect_entry_logs(
-    client: Client, *, dry_run: bool = False, grace_seconds: float = SEALED_GRACE_SECONDS
-) -> LifecycleReport:
-    """Drop the sealed entry logs that hold no live entry; report the others.
+class _Budget:
+    """A GC run's time budget and byte-rate limit (0: none). ``spend`` sleeps
+    as long as the bytes copied so far need at the rate, never past the
+    deadline."""
 
-    Raises :class:`~txnq.errors.TxnqError` when another GC holds the lock.
+    def __init__(self, seconds: float, bytes_per_second: int) -> None:
+        self._start = time.monotonic()
+        self._deadline = self._start + seconds if seconds > 0 else None
+        self._rate = bytes_per_second
+        self._bytes = 0
+
+    @property
+    def spent(self) -> bool:
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    @property
+    def chunk_bytes(self) -> int:
+        if self._rate <= 0:
+            return COPY_CHUNK_UNTHROTTLED_BYTES
+        return max(COPY_CHUNK_MIN_BYTES, self._rate // 4)
+
+    def spend(self, nbytes: int) -> None:
+        self._bytes += nbytes
+        if self._rate <= 0:
+            return
+        delay = self._start + self._bytes / self._rate - time.monotonic()
+        if self._deadline is not None:
+            delay = min(delay, self._deadline - time.monotonic())
+        if delay > 0:
+            time.sleep(delay)
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise errors.InvalidArgumentError(f"{what} must be a number, got {value!r}")
+    if value < 0:
+        raise errors.InvalidArgumentError(f"{what} must not be negative (0: no limit)")
+    return float(value)
+
+
+def collect_entry_logs(
+    client: Client,
+    *,
+    dry_run: bool = False,
+    grace_seconds: float = SEALED_GRACE_SECONDS,
+    compaction: Compaction = "none",
+    time_budget_seconds: float | None = None,
+    max_bytes_per_second: int | None = None,
+) -> LifecycleReport:
+    """Drop the sealed entry logs that hold no live entry, compact those whose
+    live share is under the ``compaction`` threshold, and report the others.
+
+    ``time_budget_seconds`` and ``max_bytes_per_second`` default to the
+    settings GC_TIME_BUDGET_SECONDS and GC_MAX_BYTES_PER_SECOND (0: no limit).
+    When the budget is spent the run stops; a compaction it started resumes at
+    the next run. Raises :class:`~txnq.errors.GcBusyError` when another GC
+    holds the lock.
     """
-    if isinstance(grace_seconds, bool) or not isinstance(grace_seconds, int | float):
-        raise errors.InvalidArgumentError("grace_seconds must be a number of seconds")
-    if grace_seconds < 0:
-        raise errors.InvalidArgumentError("grace_seconds must not be negative")
+    grace = _number(grace_seconds, "grace_seconds")
+    if compaction not in COMPACTION_MODES:
+        raise errors.InvalidArgumentError(
+            f"compaction must be one of {', '.join(COMPACTION_MODES)}, got {compaction!r}"
+        )
+    settings = client.settings
+    budget = _Budget(
+        _number(
+            settings.gc_time_budget_seconds if time_budget_seconds is None else time_budget_seconds,
+            "time_budget_seconds",
+        ),
+        int(
+            _number(
+                settings.gc_max_bytes_per_second
+                if max_bytes_per_second is None
+                else max_bytes_per_second,
+                "max_bytes_per_second",
+            )
+        ),
+    )
+    threshold = {
+        "none": 0.0,
+        "minor": settings.gc_minor_threshold,
+        "major": settings.gc_major_threshold,
+    }[compaction]
     report = LifecycleReport("gc", dry_run, datetime.now(UTC))
     conn = connect(client.dsn, application_name="txnq-gc")
     try:
         if not scalar(conn, QUERIES["gc_try_lock"]):
-            raise errors.TxnqError(
+            raise errors.GcBusyError(
                 "another entry-log GC is running (the scheduler, or another `txnq gc run`): "
                 "try again when it has finished"
             )
         try:
             conn.execute(LOCK_TIMEOUT)
+            if not dry_run:
+                for (target,) in conn.execute(QUERIES["compactions_without_source"]).fetchall():
+                    conn.execute(QUERIES["compaction_abandon"], {"target": target})
             logs = conn.execute(
-                QUERIES["gc_sealed_entry_logs"], {"grace_seconds": float(grace_seconds)}
+                QUERIES["gc_sealed_entry_logs"], {"grace_seconds": grace}
             ).fetchall()
             for entry_log_id, table_name, _sealed_at in logs:
-                report.items.append(_collect_one(conn, entry_log_id, table_name, dry_run))
+                if budget.spent:
+                    break
+                report.items.append(
+                    _collect_one(conn, entry_log_id, table_name, dry_run, threshold, budget)
+                )
         finally:
             conn.execute(QUERIES["gc_unlock"])
     finally:
         conn.close()
-    dropped = [i for i in report.items if i.action in ("dropped", "would drop")]
-    report.reclaimed_bytes = sum(i.total_bytes for i in dropped)
+    done = [i for i in report.items if i.action in ("dropped", "would drop")]
+    compacted = [i for i in report.items if i.action in ("compacted", "would compact")]
+    report.reclaimed_bytes = sum(i.total_bytes for i in done) + sum(
+        i.total_bytes - i.moved_bytes if i.action == "would compact" else i.total_bytes
+        for i in compacted
+    )
     if report.items:
         _record(
             client,
             report,
-            len(dropped),
-            {"dropped": [i.entry_log_id for i in dropped], "examined": len(report.items)},
+            len(done) + len(compacted),
+            {
+                "compaction": compaction,
+                "dropped": [i.entry_log_id for i in done],
+                "compacted": {str(i.entry_log_id): i.compacted_into for i in compacted},
+                "moved_bytes": sum(i.moved_bytes for i in compacted),
+                "examined": len(report.items),
+                "budget_spent": budget.spent,
+            },
         )
     return report
 
 
 def _collect_one(
-    conn: psycopg.Connection[Any], entry_log_id: int, table_name: str, dry_run: bool
+    conn: psycopg.Connection[Any],
+    entry_log_id: int,
+    table_name: str,
+    dry_run: bool,
+    threshold: float,
+    budget: _Budget,
 ) -> EntryLogGc:
     if not _ENTRY_LOG_TABLE.match(table_name):
         raise errors.TxnqError(f"entry log {entry_log_id} has an unexpected table {table_name!r}")
@@ -203,13 +325,23 @@ def _collect_one(
         return EntryLogGc(entry_log_id, table_name, 0, 0, 0, 0, 0, "dropped")
     usage = _usage(conn, entry_log_id)
 
-    def result(action: str) -> EntryLogGc:
+    def result(action: str, **extra: Any) -> EntryLogGc:
         return EntryLogGc(
-            entry_log_id, table_name, *usage, total_bytes=state["total_bytes"], action=action
+            entry_log_id,
+            table_name,
+            *usage,
+            total_bytes=state["total_bytes"],
+            action=action,
+            **extra,
         )
 
     if usage[2] > 0:
-        return result("kept: live entries")
+        live_share = usage[3] / usage[1] if usage[1] else 1.0
+        if live_share >= threshold or state["detach_pending"] or not state["attached"]:
+            return result(f"kept: {live_share:.0%} live")
+        if dry_run:
+            return result("would compact", moved_entries=usage[2], moved_bytes=usage[3])
+        return _compact(conn, entry_log_id, result, budget)
     if dry_run:
         return result("would drop")
     if state["detach_pending"]:
@@ -230,6 +362,70 @@ def _collect_one(
     return result("dropped")
 
 
+def _compact(
+    conn: psycopg.Connection[Any],
+    source: int,
+    result: Callable[..., EntryLogGc],
+    budget: _Budget,
+) -> EntryLogGc:
+    """Copy the live rows of ``source`` into its compaction target (resuming
+    one an earlier run left), chunk by chunk within ``budget``, then swap."""
+    target = int(scalar(conn, QUERIES["compaction_begin"], {"source": source}))
+    last = conn.execute(QUERIES["compaction_resume_key"], {"target": target}).fetchone()
+    key = tuple(last) if last else (-1, -1, -1)
+    moved_entries = moved_bytes = 0
+    while True:
+        if budget.spent:
+            return result(
+                "kept: time budget spent, compaction resumes next run",
+                compacted_into=target,
+                moved_entries=moved_entries,
+                moved_bytes=moved_bytes,
+            )
+        row = conn.execute(
+            QUERIES["compaction_copy"],
+            {
+                "target": target,
+                "after_topic": key[0],
+                "after_partition": key[1],
+                "after_offset": key[2],
+                "max_rows": COPY_CHUNK_ROWS,
+                "max_bytes": budget.chunk_bytes,
+            },
+        ).fetchone()
+        assert row is not None
+        rows, nbytes = int(row[0]), int(row[1])
+        if rows == 0:
+            break
+        key = (row[2], row[3], row[4])
+        moved_entries += rows
+        moved_bytes += nbytes
+        budget.spend(nbytes)
+    caught_up = conn.execute(QUERIES["compaction_catch_up"], {"target": target}).fetchone()
+    assert caught_up is not None
+    copied, source_rows = caught_up
+    moved_entries += int(copied)
+    try:
+        late = scalar(
+            conn,
+            QUERIES["compaction_swap"],
+            {"target": target, "source_rows": source_rows, "lock_timeout": SWAP_LOCK_TIMEOUT},
+        )
+    except psycopg.Error as exc:
+        if exc.sqlstate != "TQ020":
+            raise
+        return result(
+            "kept: busy, compaction resumes next run",
+            compacted_into=target,
+            moved_entries=moved_entries,
+            moved_bytes=moved_bytes,
+        )
+    moved_entries += int(late)
+    return result(
+        "compacted", compacted_into=target, moved_entries=moved_entries, moved_bytes=moved_bytes
+    )
+
+
 def _table_state(conn: psycopg.Connection[Any], table_name: str) -> dict[str, Any]:
     row = conn.execute(QUERIES["entry_log_table_state"], {"table_name": table_name}).fetchone()
     assert row is not None
@@ -242,10 +438,147 @@ def _usage(conn: psycopg.Connection[Any], entry_log_id: int) -> tuple[int, int, 
     return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
 
-def run_all(client: Client, *, dry_run: bool = False) -> list[LifecycleReport]:
-    """TTL, retention, then GC, as ``txnq gc run`` does. In a dry run, TTL and
-    retention are skipped (they would change cursors and ledgers) and GC only
-    reports."""
+def run_all(
+    client: Client, *, dry_run: bool = False, compaction: Compaction = "minor"
+) -> list[LifecycleReport]:
+    """TTL, retention, then GC with ``compaction``, as ``txnq gc run`` does. In a
+    dry run, TTL and retention are skipped (they would change cursors and
+    ledgers) and GC only reports."""
     reports = [] if dry_run else [expire_ttl(client), apply_retention(client)]
-    reports.append(collect_entry_logs(client, dry_run=dry_run))
+    reports.append(collect_entry_logs(client, dry_run=dry_run, compaction=compaction))
     return reports
+
+
+# -- the dirty-data sweep ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OrphanLedger:
+    topic_id: int
+    partition: int
+    ledger_id: int
+    state: str
+    first_offset: int
+    last_offset: int | None
+    reason: str
+    removed: bool = False
+
+
+@dataclass(frozen=True)
+class EntriesWithoutLedger:
+    topic_id: int
+    partition: int
+    ledger_id: int
+    entry_logs: list[int]
+    entries: int
+    first_offset: int
+    last_offset: int
+    bytes: int
+    removed: bool = False
+
+
+@dataclass(frozen=True)
+class InactiveSubscription:
+    topic: str
+    subscription: str
+    subscription_id: int
+    subscription_type: str
+    last_active: datetime
+    backlog: int
+    removed: bool = False
+
+
+@dataclass
+class DoctorReport:
+    """What the dirty-data sweep found and, with ``remove``, removed."""
+
+    removed: bool
+    inactive_seconds: float
+    orphan_ledgers: list[OrphanLedger] = field(default_factory=list)
+    entries_without_ledger: list[EntriesWithoutLedger] = field(default_factory=list)
+    inactive_subscriptions: list[InactiveSubscription] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (
+            self.orphan_ledgers or self.entries_without_ledger or self.inactive_subscriptions
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"clean": self.clean}
+
+
+def doctor(
+    client: Client, *, remove: bool = False, inactive_seconds: float | None = None
+) -> DoctorReport:
+    """Find dirty data; with ``remove``, remove what was found.
+
+    - orphan ledgers (not DELETED, but their topic or partition is gone, or an
+      OPEN ledger that is not its partition's current one): removal marks them
+      DELETED, and GC reclaims their entries;
+    - entries without a ledger row: removal gives them a DELETED ledger row
+      (never a row delete), and GC reclaims them;
+    - inactive subscriptions (no consumer connected, cursor unmoved for
+      ``inactive_seconds``, default INACTIVE_CURSOR_SECONDS): removal
+      unsubscribes them, which releases what they held back from retention.
+
+    Every removal re-checks its condition in the same statement, so something
+    that became active since the look is left alone. A removal is recorded in
+    ``txnq.gc_runs`` (job ``doctor``).
+    """
+    if not isinstance(remove, bool):
+        raise errors.InvalidArgumentError("remove must be True or False")
+    inactive = _number(
+        client.settings.inactive_cursor_seconds if inactive_seconds is None else inactive_seconds,
+        "inactive_seconds",
+    )
+    if inactive <= 0:
+        raise errors.InvalidArgumentError("inactive_seconds must be positive")
+    started = datetime.now(UTC)
+    report = DoctorReport(remove, inactive)
+    for row in client.query("doctor_orphan_ledgers", {}):
+        row.pop("metadata")
+        removed = remove and bool(client.query("doctor_delete_orphan_ledger", row))
+        report.orphan_ledgers.append(OrphanLedger(**row, removed=removed))
+    for row in client.query("doctor_entries_without_ledger", {}):
+        removed = remove and bool(client.query("doctor_adopt_entries", row))
+        report.entries_without_ledger.append(EntriesWithoutLedger(**row, removed=removed))
+    params = {"inactive_seconds": inactive}
+    for row in client.query("doctor_inactive_subscriptions", params):
+        removed = False
+        if remove:
+            try:
+                done = client.query(
+                    "doctor_remove_subscription",
+                    params | {"subscription_id": row["subscription_id"]},
+                )
+            except errors.ConsumerBusyError:  # a consumer connected since the look
+                done = []
+            removed = bool(done)
+        report.inactive_subscriptions.append(InactiveSubscription(**row, removed=removed))
+    if remove and not report.clean:
+        items = report.orphan_ledgers + report.entries_without_ledger
+        count = sum(1 for i in [*items, *report.inactive_subscriptions] if i.removed)
+        _record(
+            client,
+            LifecycleReport("doctor", False, started),
+            count,
+            {
+                "orphan_ledgers": [
+                    [i.topic_id, i.partition, i.ledger_id]
+                    for i in report.orphan_ledgers
+                    if i.removed
+                ],
+                "ledgers_created": [
+                    [i.topic_id, i.partition, i.ledger_id]
+                    for i in report.entries_without_ledger
+                    if i.removed
+                ],
+                "unsubscribed": [
+                    f"{i.topic}/{i.subscription}"
+                    for i in report.inactive_subscriptions
+                    if i.removed
+                ],
+            },
+        )
+    return report

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 
@@ -101,6 +102,14 @@ entry_logs = Table(
     Column("created_at", TZ, nullable=False),
     Column("sealed_at", TZ),
     Column("dropped_at", TZ),
+    # A COMPACTING log receives the live rows of this sealed log (revision 0004).
+    Column("compacted_from", Integer),
+    Index(
+        "entry_logs_one_compaction_per_source",
+        "compacted_from",
+        unique=True,
+        postgresql_where=text("state = 'COMPACTING'"),
+    ),
 )
 
 entries = Table(

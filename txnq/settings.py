@@ -43,6 +43,15 @@ class Settings:
     gc_major_threshold: float = 0.8
     gc_minor_interval_seconds: float = 3600.0
     gc_major_interval_seconds: float = 86_400.0
+    # Entry-log compaction: each GC run stops starting new work after this long
+    # (0: no limit) and copies live rows at most this fast (bytes of payload per
+    # second, throttled by bytes as BookKeeper's compactionRateByBytes; 0: no
+    # limit). An unfinished compaction resumes at the next run.
+    gc_time_budget_seconds: float = 900.0
+    gc_max_bytes_per_second: int = 32 * MiB
+    # The dirty-data sweep (`txnq gc doctor`) reports a subscription as inactive
+    # when no consumer is connected and its cursor has not moved for this long.
+    inactive_cursor_seconds: float = 7 * 86_400.0
     retention_check_interval_seconds: float = 120.0
     ttl_check_interval_seconds: float = 300.0
     # Consumer liveness: a consumer that has not renewed its lease for this long
@@ -66,6 +75,11 @@ class Settings:
             raise ConfigurationError(
                 "LEDGER_MIN_ROLLOVER_SECONDS must not exceed LEDGER_MAX_ROLLOVER_SECONDS"
             )
+        for name in ("gc_time_budget_seconds", "gc_max_bytes_per_second"):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(f"{name.upper()} must not be negative (0: no limit)")
+        if self.inactive_cursor_seconds <= 0:
+            raise ConfigurationError("INACTIVE_CURSOR_SECONDS must be positive")
         for name in ("tc_count", "ledger_max_entries", "max_message_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name.upper()} must be at least 1")
@@ -74,7 +88,12 @@ class Settings:
         return load_settings(base=self, **changes)
 
 
-_BYTE_SETTINGS = {"max_message_bytes", "ledger_max_bytes", "entry_log_max_bytes"}
+_BYTE_SETTINGS = {
+    "max_message_bytes",
+    "ledger_max_bytes",
+    "entry_log_max_bytes",
+    "gc_max_bytes_per_second",
+}
 _SECOND_SETTINGS = {
     f.name for f in fields(Settings) if f.type in ("float", float) and "threshold" not in f.name
 }

@@ -37,6 +37,7 @@ SQLSTATE_ERRORS: dict[str, type[errors.TxnqError]] = {
     "TQ013": errors.TransactionEndedError,
     "TQ014": errors.TransactionNotFoundError,
     "TQ015": errors.TransactionTimedOutError,
+    "TQ020": errors.GcBusyError,
 }
 
 

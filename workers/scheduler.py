@@ -20,8 +20,11 @@ scheduler starts). Jobs that exist today:
   workers then finish the abort (docs/transactions.md);
 - ``expire_ttl`` (every ``TTL_CHECK_INTERVAL_SECONDS``, 300 s),
   ``apply_retention`` (every ``RETENTION_CHECK_INTERVAL_SECONDS``, 120 s) and
-  ``collect_entry_logs`` (every ``GC_MINOR_INTERVAL_SECONDS``, 1 h): the message
-  lifecycle of txnq/lifecycle.py (docs/lifecycle.md).
+  ``collect_entry_logs`` (every ``GC_MINOR_INTERVAL_SECONDS``, 1 h: drop dead
+  entry logs, compact those under GC_MINOR_THRESHOLD live),
+  ``compact_entry_logs_major`` (every ``GC_MAJOR_INTERVAL_SECONDS``, 1 d: the
+  same up to GC_MAJOR_THRESHOLD) and ``gc_doctor`` (daily, reporting dirty
+  data only): the message lifecycle of txnq/lifecycle.py (docs/lifecycle.md).
 
 Any number of scheduler processes may run against one database: each run of a
 job first takes a session-level advisory lock for the job (on a connection the
@@ -172,18 +175,51 @@ def apply_retention(context: JobContext) -> str | None:
     )
 
 
-def collect_entry_logs(context: JobContext) -> str | None:
-    """Entry-log GC: drop sealed entry logs whose ledgers are all deleted."""
-    report = lifecycle.collect_entry_logs(context.client)
+def _gc(context: JobContext, compaction: lifecycle.Compaction) -> str | None:
+    try:
+        report = lifecycle.collect_entry_logs(context.client, compaction=compaction)
+    except errors.GcBusyError as exc:
+        return f"skipped: {exc}"
     if not report.items:
         return None
-    dropped = [i.entry_log_id for i in report.items if i.action == "dropped"]
-    kept = ", ".join(
-        f"{i.entry_log_id} ({i.live_share:.0%} live)" for i in report.items if i.action != "dropped"
-    )
+    done = [i for i in report.items if i.action in ("dropped", "compacted")]
+    kept = ", ".join(f"{i.entry_log_id} ({i.action})" for i in report.items if i not in done)
     return (
-        f"dropped entry logs {dropped or 'none'} ({report.reclaimed_bytes} bytes); "
-        f"kept {kept or 'none'}"
+        f"{compaction} GC: "
+        + ", ".join(
+            f"entry log {i.entry_log_id} {i.action}"
+            + (
+                f" into {i.compacted_into} ({i.moved_bytes} bytes moved)"
+                if i.compacted_into
+                else ""
+            )
+            for i in done
+        )
+        + f"{'; ' if done else ''}{report.reclaimed_bytes} bytes reclaimed; kept {kept or 'none'}"
+    )
+
+
+def collect_entry_logs(context: JobContext) -> str | None:
+    """Entry-log GC, minor: drop sealed entry logs whose ledgers are all deleted,
+    and compact those under GC_MINOR_THRESHOLD live."""
+    return _gc(context, "minor")
+
+
+def compact_entry_logs_major(context: JobContext) -> str | None:
+    """Entry-log GC, major: as the minor run, compacting up to GC_MAJOR_THRESHOLD."""
+    return _gc(context, "major")
+
+
+def gc_doctor(context: JobContext) -> str | None:
+    """The dirty-data sweep, reporting only: removal is `txnq gc doctor --remove`."""
+    report = lifecycle.doctor(context.client)
+    if report.clean:
+        return None
+    return (
+        f"dirty data: {len(report.orphan_ledgers)} orphan ledger(s), "
+        f"{len(report.entries_without_ledger)} ledger(s) of entries without metadata, "
+        f"{len(report.inactive_subscriptions)} inactive subscription(s); "
+        "see `txnq gc doctor`, remove with `txnq gc doctor --remove`"
     )
 
 
@@ -195,6 +231,12 @@ JOBS: tuple[Job, ...] = (
     Job("expire_ttl", expire_ttl, every=lambda s: s.ttl_check_interval_seconds),
     Job("apply_retention", apply_retention, every=lambda s: s.retention_check_interval_seconds),
     Job("collect_entry_logs", collect_entry_logs, every=lambda s: s.gc_minor_interval_seconds),
+    Job(
+        "compact_entry_logs_major",
+        compact_entry_logs_major,
+        every=lambda s: s.gc_major_interval_seconds,
+    ),
+    Job("gc_doctor", gc_doctor, every=lambda s: s.gc_major_interval_seconds),
 )
 
 

@@ -80,3 +80,119 @@ SELECT l.entry_log_id, l.table_name, l.state, l.created_at, l.sealed_at, l.dropp
        END AS total_bytes
   FROM txnq.entry_logs l
  ORDER BY l.entry_log_id
+
+-- name: compaction_begin
+SELECT txnq.compaction_begin_v1(%(source)s)
+
+-- name: compaction_copy
+SELECT rows, bytes, last_topic, last_partition, last_offset
+  FROM txnq.compaction_copy_v1(%(target)s, %(after_topic)s, %(after_partition)s, %(after_offset)s,
+                               %(max_rows)s, %(max_bytes)s)
+
+-- name: compaction_resume_key
+-- Where an interrupted compaction's copy goes on: the last key in its target
+-- (the copy runs in key order). NULL: start from the beginning.
+SELECT topic_id, partition, entry_offset FROM txnq.compaction_last_key_v1(%(target)s)
+
+-- name: compaction_catch_up
+SELECT copied, source_rows FROM txnq.compaction_catch_up_v1(%(target)s)
+
+-- name: compaction_swap
+SELECT txnq.compaction_swap_v1(%(target)s, %(source_rows)s, %(lock_timeout)s)
+
+-- name: compaction_abandon
+SELECT txnq.compaction_abandon_v1(%(target)s)
+
+-- name: compactions_without_source
+-- Compaction targets whose source is no longer a sealed log (dropped by GC
+-- meanwhile): nothing to finish, drop them.
+SELECT t.entry_log_id FROM txnq.entry_logs t
+  LEFT JOIN txnq.entry_logs s ON s.entry_log_id = t.compacted_from
+ WHERE t.state = 'COMPACTING' AND s.state IS DISTINCT FROM 'SEALED'
+
+-- The dirty-data sweep (`txnq gc doctor`, lifecycle.doctor).
+
+-- name: doctor_orphan_ledgers
+-- Ledgers not yet DELETED that nothing owns: their topic is gone, their
+-- partition is gone (a topic's partitions never shrink, so only by a bug or a
+-- hand edit), or an OPEN ledger that is not its partition's current one.
+SELECT l.topic_id, l.partition, l.ledger_id, l.state, l.first_offset, l.last_offset,
+       l.metadata,
+       CASE WHEN t.topic_id IS NULL THEN 'owner topic deleted'
+            WHEN h.topic_id IS NULL THEN 'owner partition missing'
+            ELSE 'not reachable from its partition' END AS reason
+  FROM txnq.ledgers l
+  LEFT JOIN txnq.topics t ON t.topic_id = l.topic_id
+  LEFT JOIN txnq.partitions h ON h.topic_id = l.topic_id AND h.partition = l.partition
+ WHERE l.state <> 'DELETED'
+   AND (t.topic_id IS NULL OR h.topic_id IS NULL OR l.ledger_id > h.ledger_id
+        OR (l.state = 'OPEN' AND l.ledger_id <> h.ledger_id))
+ ORDER BY l.topic_id, l.partition, l.ledger_id
+
+-- name: doctor_delete_orphan_ledger
+-- Marks one orphan ledger DELETED (GC then reclaims its entries), checking
+-- again that it is still an orphan.
+UPDATE txnq.ledgers l
+   SET state = 'DELETED', deleted_at = now(),
+       metadata = l.metadata || jsonb_build_object('deleted_by', 'gc doctor', 'reason', %(reason)s::text)
+ WHERE l.topic_id = %(topic_id)s AND l.partition = %(partition)s AND l.ledger_id = %(ledger_id)s
+   AND l.state <> 'DELETED'
+   AND (NOT EXISTS (SELECT 1 FROM txnq.topics t WHERE t.topic_id = l.topic_id)
+        OR NOT EXISTS (SELECT 1 FROM txnq.partitions h
+                        WHERE h.topic_id = l.topic_id AND h.partition = l.partition
+                          AND l.ledger_id <= h.ledger_id
+                          AND (l.state <> 'OPEN' OR l.ledger_id = h.ledger_id)))
+RETURNING l.ledger_id
+
+-- name: doctor_entries_without_ledger
+-- Entries whose ledger has no metadata row, grouped by ledger, with the entry
+-- logs they are in. Reads every entry log: a sweep for `txnq gc doctor`, not
+-- for a tight schedule.
+SELECT e.topic_id, e.partition, e.ledger_id,
+       array_agg(DISTINCT e.entry_log_id ORDER BY e.entry_log_id) AS entry_logs,
+       count(*) AS entries, min(e.entry_offset) AS first_offset,
+       max(e.entry_offset) AS last_offset, sum(e.payload_bytes)::bigint AS bytes
+  FROM txnq.entries e
+ WHERE NOT EXISTS (SELECT 1 FROM txnq.ledgers l
+                    WHERE l.topic_id = e.topic_id AND l.partition = e.partition
+                      AND l.ledger_id = e.ledger_id)
+ GROUP BY e.topic_id, e.partition, e.ledger_id
+ ORDER BY e.topic_id, e.partition, e.ledger_id
+
+-- name: doctor_adopt_entries
+-- Gives entries without a ledger a DELETED ledger row, so GC drops or compacts
+-- them away like any deleted ledger's entries (no row deletes).
+INSERT INTO txnq.ledgers (topic_id, partition, ledger_id, first_offset, last_offset, size_bytes,
+                          state, closed_at, deleted_at, metadata)
+SELECT %(topic_id)s, %(partition)s, %(ledger_id)s, %(first_offset)s, %(last_offset)s, %(bytes)s,
+       'DELETED', now(), now(),
+       jsonb_build_object('created_by', 'gc doctor', 'reason', 'entries without a ledger',
+                          'topic_id', %(topic_id)s, 'partition', %(partition)s)
+ON CONFLICT (topic_id, partition, ledger_id) DO NOTHING
+RETURNING ledger_id
+
+-- name: doctor_inactive_subscriptions
+-- Subscriptions with no live consumer whose cursors have not moved for
+-- inactive_seconds (or, never acknowledged, created that long ago), with
+-- their backlog in entries.
+SELECT t.name AS topic, s.name AS subscription, s.subscription_id, s.subscription_type,
+       greatest(s.created_at, max(c.updated_at)) AS last_active,
+       coalesce(sum(greatest(h.max_read_offset - c.mark_delete_offset, 0)), 0)::bigint AS backlog
+  FROM txnq.subscriptions s
+  JOIN txnq.topics t ON t.topic_id = s.topic_id
+  LEFT JOIN txnq.cursors c ON c.subscription_id = s.subscription_id
+  LEFT JOIN txnq.partitions h ON h.topic_id = c.topic_id AND h.partition = c.partition
+ WHERE NOT EXISTS (SELECT 1 FROM txnq.consumers k
+                    WHERE k.subscription_id = s.subscription_id AND k.lease_expires_at > now())
+ GROUP BY t.name, s.name, s.subscription_id, s.subscription_type, s.created_at
+HAVING greatest(s.created_at, max(c.updated_at)) < now() - make_interval(secs => %(inactive_seconds)s)
+ ORDER BY t.name, s.name
+
+-- name: doctor_remove_subscription
+-- Unsubscribes an inactive subscription, checking again that it still is.
+SELECT txnq.unsubscribe_v1(s.subscription_id, NULL, false)
+  FROM txnq.subscriptions s
+ WHERE s.subscription_id = %(subscription_id)s
+   AND greatest(s.created_at, (SELECT max(c.updated_at) FROM txnq.cursors c
+                                WHERE c.subscription_id = s.subscription_id))
+       < now() - make_interval(secs => %(inactive_seconds)s)
