@@ -136,6 +136,9 @@ class TransactionInfo:
     subscriptions_done: int
     age_seconds: float
     overdue_seconds: float | None
+    #: How long an OPEN transaction has left before the system aborts it
+    #: (negative once overdue); None when it is no longer OPEN.
+    time_to_timeout_seconds: float | None
 
     @property
     def txn_id(self) -> TxnId:

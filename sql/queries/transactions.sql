@@ -32,14 +32,22 @@ SELECT state, reason FROM txnq.transactions WHERE tc_id = %(txn_tc)s AND txn_seq
 
 -- name: txn_list
 -- Newest first; state NULL for every state, older_than in seconds (0: all).
-SELECT * FROM txnq.transaction_status
+-- Columns named, not *: a view that gains a column (a newer schema) must not
+-- break TransactionInfo(**row) of this library.
+SELECT id, tc_id, txn_seq, state, reason, opened_at, timeout_at, decided_at, completed_at,
+       timeout_seconds, transactional_id, producer_epoch, partitions, partitions_marked,
+       subscriptions, subscriptions_done, age_seconds, overdue_seconds, time_to_timeout_seconds
+  FROM txnq.transaction_status
  WHERE (%(state)s::text IS NULL OR state = %(state)s)
    AND opened_at <= now() - make_interval(secs => %(older_than)s)
  ORDER BY opened_at DESC, tc_id, txn_seq
  LIMIT %(limit)s
 
 -- name: txn_describe
-SELECT * FROM txnq.transaction_status WHERE tc_id = %(txn_tc)s AND txn_seq = %(txn_seq)s
+SELECT id, tc_id, txn_seq, state, reason, opened_at, timeout_at, decided_at, completed_at,
+       timeout_seconds, transactional_id, producer_epoch, partitions, partitions_marked,
+       subscriptions, subscriptions_done, age_seconds, overdue_seconds, time_to_timeout_seconds
+  FROM txnq.transaction_status WHERE tc_id = %(txn_tc)s AND txn_seq = %(txn_seq)s
 
 -- name: txn_describe_partitions
 SELECT t.name AS topic, tp.partition, tp.first_offset, tp.marker_offset
