@@ -2,7 +2,7 @@
 transactions, ledgers, entry logs, GC history) and the txnq_reader role.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-23
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from txnq.migrate import apply_sql_files
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
@@ -31,7 +31,7 @@ SQL_FILES = [
     "schema/0005_inspection.sql",
 ]
 
-# Back to revision 0003: drop the views (their grants go with them), take back
+# Back to revision 0004: drop the views (their grants go with them), take back
 # the schema grant, and put back the first transaction_status (CREATE OR
 # REPLACE cannot drop a column). The txnq_reader role stays: roles belong to
 # the cluster, other databases may use it, and DROP ROLE fails while any

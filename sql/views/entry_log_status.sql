@@ -5,7 +5,9 @@
 -- those whose ledger retention has not deleted (txnq.entry_log_usage_v1, the
 -- numbers GC acts on); live_share = live_bytes / bytes (NULL for an empty or
 -- dropped log). total_bytes is the table's size on disk, indexes and TOAST
--- included. A DROPPED log shows NULL counts and 0 bytes on disk.
+-- included. A DROPPED log shows NULL counts and 0 bytes on disk. A log made
+-- by compaction names its source in compacted_from; while COMPACTING it is
+-- not yet a partition of txnq.entries (no reader sees it).
 --
 -- Reads every entry log that is not dropped, whole: this is an inspection
 -- view, not one to poll (and while it runs, a GC's DROP TABLE of a log waits).
@@ -25,6 +27,7 @@ SELECT l.entry_log_id,
        u.bytes,
        u.live_entries,
        u.live_bytes,
-       CASE WHEN u.bytes > 0 THEN u.live_bytes::float8 / u.bytes END AS live_share
+       CASE WHEN u.bytes > 0 THEN u.live_bytes::float8 / u.bytes END AS live_share,
+       l.compacted_from
   FROM txnq.entry_logs l
  CROSS JOIN LATERAL txnq.entry_log_usage_inspect_v1(l.entry_log_id) u;
