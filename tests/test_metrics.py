@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from helpers import receive_messages, sql, wait_until
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from txnq.workers import coordinator as coordinator_worker
 from txnq.workers import scheduler as scheduler_worker
@@ -24,7 +25,7 @@ from typer.testing import CliRunner
 import txnq
 from txnq import errors, lifecycle
 from txnq.cli import app
-from txnq.metrics import MetricsServer, check_port, serve
+from txnq.metrics import DatabaseCollector, MetricsServer, check_port, serve
 from txnq.migrate import upgrade
 from txnq.settings import load_settings
 
@@ -392,3 +393,32 @@ def test_scrapes_at_once_are_served_one_after_the_other(dsn: str, metrics: Metri
         "WHERE application_name = 'txnq-metrics' AND datname = current_database()",
     )
     assert connections == [(1,)]
+
+
+def test_completions_count_from_the_endpoints_start_and_each_once(dsn: str) -> None:
+    upgrade(dsn, settings=load_settings(tc_count=1))
+    with txnq.Client(dsn) as client:
+        client.new_transaction().commit()  # before the start: not counted
+        in_flight = client.new_transaction()  # open at the start, committed after: counted
+        # At most two new transactions per coordinator and scrape: a burst is
+        # counted over several scrapes, each one bounded.
+        collector = DatabaseCollector(dsn, transactions_per_scrape=2)
+        registry = CollectorRegistry()
+        registry.register(collector)
+        collector.start()
+        try:
+            in_flight.commit()
+            for _ in range(4):
+                client.new_transaction().abort()
+            counts = []
+            for _ in range(3):
+                samples = {
+                    s.labels.get("outcome"): s.value
+                    for family in text_string_to_metric_families(generate_latest(registry).decode())
+                    for s in family.samples
+                    if s.name == "txnq_transactions_completed_total"
+                }
+                counts.append((samples["committed"], samples["aborted"]))
+        finally:
+            collector.close()
+    assert counts == [(1, 2), (1, 4), (1, 4)]

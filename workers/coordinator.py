@@ -20,6 +20,10 @@ abort``) makes the worker look at once, with no grace. Each step runs in its
 own PostgreSQL transaction and is idempotent, so a worker killed at any
 instant leaves nothing another worker cannot finish.
 
+With ``--metrics-port`` (``TXNQ_METRICS_PORT``) the worker serves Prometheus
+metrics (txnq/metrics.py): its leases and completions, besides the database
+metrics.
+
 For crash tests, ``TXNQ_FAILPOINT`` names a step after which the process
 exits at once (txnq/failpoints.py): ``after_partition_marker``,
 ``after_subscription``, ``before_finish``, ``after_finish``.

@@ -23,6 +23,10 @@ scheduler starts). Jobs that exist today:
   ``collect_entry_logs`` (every ``GC_MINOR_INTERVAL_SECONDS``, 1 h): the message
   lifecycle of txnq/lifecycle.py (docs/lifecycle.md).
 
+With ``--metrics-port`` (``TXNQ_METRICS_PORT``) the scheduler serves Prometheus
+metrics (txnq/metrics.py, docs/metrics.md): each job's run durations,
+failures, skipped runs and last success, besides the database metrics.
+
 Any number of scheduler processes may run against one database: each run of a
 job first takes a session-level advisory lock for the job (on a connection the
 job keeps for itself) and skips the run when another process holds it, so one
