@@ -333,6 +333,18 @@ def test_a_port_in_use_is_refused_with_what_to_do(dsn: str) -> None:
             MetricsServer(dsn, port=port).start()
 
 
+@pytest.mark.parametrize("command", [["worker", "scheduler"], ["worker", "coordinator"]])
+def test_a_worker_command_stops_on_a_port_in_use(dsn: str, command: list[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = runner.invoke(app, [*command, "--dsn", dsn, "--metrics-port", str(port)])
+    assert result.exit_code == 1, result.output
+    assert f"cannot serve metrics on 127.0.0.1:{port}" in result.output
+    assert "choose another --metrics-port" in result.output
+
+
 @pytest.mark.parametrize(
     "command", [["worker", "scheduler"], ["worker", "coordinator"], ["standalone"]]
 )
