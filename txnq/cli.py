@@ -207,6 +207,38 @@ LogLevelOption = Annotated[
     Literal["DEBUG", "INFO", "WARNING", "ERROR"],
     typer.Option("--log-level", case_sensitive=False, help="Logging level of the workers."),
 ]
+
+
+def _metrics_port(value: int | None) -> int | None:
+    from txnq.metrics import check_port
+
+    try:
+        return None if value is None else check_port(value)
+    except errors.ConfigurationError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--metrics-port ")) from None
+
+
+MetricsPortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        metavar="PORT",
+        callback=_metrics_port,
+        show_default=False,
+        help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, "
+        "logged). Default: TXNQ_METRICS_PORT; unset: no endpoint. See docs/metrics.md.",
+    ),
+]
+MetricsHostOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metrics-host",
+        metavar="HOST",
+        show_default=False,
+        help="Address the metrics endpoint binds. Default: TXNQ_METRICS_HOST, else "
+        "127.0.0.1 (this host only); 0.0.0.0 in a container.",
+    ),
+]
 TopicArgument = Annotated[str, typer.Argument(help="Topic name.", show_default=False)]
 SubscriptionArgument = Annotated[str, typer.Argument(help="Subscription name.", show_default=False)]
 TxnIdArgument = Annotated[
@@ -607,6 +639,8 @@ def standalone(
         ),
     ] = False,
     log_level: LogLevelOption = "INFO",
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = None,
 ) -> None:
     """Run txnq on one machine in the foreground, like `pulsar standalone`.
 
@@ -614,29 +648,35 @@ def standalone(
     migrates it, runs the scheduler and a coordinator worker in this process and
     prints the DSN. Ctrl-C or SIGTERM stops the workers, and stops PostgreSQL if
     this command started it (a server that was already running keeps running).
+    With --metrics-port, one Prometheus endpoint serves the metrics of both workers.
     """
+    from txnq.metrics import MetricsServer, serve
     from txnq.migrate import upgrade
     from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
     from txnq.workers.scheduler import Scheduler, StopSignal
 
     _configure_logging(log_level)
-    settings = load_settings()
+    settings = load_settings(metrics_port=metrics_port, metrics_host=metrics_host)
     server = _embedded(home)
     was_running = server.is_running()
     scheduler: Scheduler | None = None
     coordinator: CoordinatorThread | None = None
+    metrics: MetricsServer | None = None
     server_started = False
 
     def stop_everything() -> None:
         # Idempotent: runs on a stop signal, and again on the way out of an
         # error or an interrupt during start-up.
-        nonlocal scheduler, coordinator, server_started
+        nonlocal scheduler, coordinator, metrics, server_started
         if coordinator is not None:
             coordinator.stop()
             coordinator = None
         if scheduler is not None:
             scheduler.shutdown()
             scheduler = None
+        if metrics is not None:
+            metrics.stop()
+            metrics = None
         if server_started:
             server_started = False
             server.stop()
@@ -652,11 +692,14 @@ def standalone(
         # From here on Ctrl-C and SIGTERM request a stop (also during the stop itself).
         with StopSignal() as stop:
             try:
+                metrics = serve(dsn, settings)
                 if not no_workers:
-                    scheduler = Scheduler(dsn, settings=settings)
+                    scheduler = Scheduler(dsn, settings=settings, metrics=metrics)
                     scheduler.start()
-                    coordinator = CoordinatorThread(CoordinatorWorker(dsn, settings)).start()
-                _print_standalone_banner(server, dsn, revision, was_running, scheduler)
+                    coordinator = CoordinatorThread(
+                        CoordinatorWorker(dsn, settings, metrics=metrics)
+                    ).start()
+                _print_standalone_banner(server, dsn, revision, was_running, scheduler, metrics)
                 received = stop.wait()
                 _note(f"Stopping ({received})...")
             finally:
@@ -673,6 +716,7 @@ def _print_standalone_banner(
     revision: str,
     was_running: bool,
     scheduler: Any,
+    metrics: Any = None,
 ) -> None:
     status = server.status()
     origin = "reused: it keeps running after this command" if was_running else "started"
@@ -691,6 +735,7 @@ def _print_standalone_banner(
                 f"revision {revision}\n",
                 ("Workers     ", "bold"),
                 workers,
+                *((("\nMetrics     ", "bold"), metrics.url) if metrics is not None else ()),
             ),
             box=box.ROUNDED,
         )
@@ -1402,35 +1447,56 @@ def subscriptions_delete(
 
 
 @worker_app.command("scheduler")
-def worker_scheduler(dsn: DsnOption = None, log_level: LogLevelOption = "INFO") -> None:
-    """Run the scheduler worker (transaction timeouts, entry-log rollover) until Ctrl-C
-    or SIGTERM. Any number may run: each job runs in one process at a time."""
+def worker_scheduler(
+    dsn: DsnOption = None,
+    log_level: LogLevelOption = "INFO",
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = None,
+) -> None:
+    """Run the scheduler worker (transaction timeouts, entry-log rollover, TTL,
+    retention, GC) until Ctrl-C or SIGTERM. Any number may run: each job runs in
+    one process at a time. --metrics-port serves Prometheus metrics (job durations,
+    failures, and the database's rates, backlogs and transactions)."""
     from txnq.workers.scheduler import Scheduler
 
     _configure_logging(log_level)
-    Scheduler(dsn or None).run_forever()
+    settings = load_settings(metrics_port=metrics_port, metrics_host=metrics_host)
+    Scheduler(dsn or None, settings=settings).run_forever()
 
 
 @worker_app.command("coordinator")
-def worker_coordinator(dsn: DsnOption = None, log_level: LogLevelOption = "INFO") -> None:
+def worker_coordinator(
+    dsn: DsnOption = None,
+    log_level: LogLevelOption = "INFO",
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = None,
+) -> None:
     """Run a coordinator worker until Ctrl-C or SIGTERM: it finishes decided
     transactions (COMMIT/ABORT markers, pending acks) of the coordinators it holds.
     Start several: they split the coordinators and take over a dead one's within
-    seconds."""
+    seconds. --metrics-port serves Prometheus metrics (its leases and completions,
+    and the database's rates, backlogs and transactions)."""
+    from txnq.metrics import serve
     from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
     from txnq.workers.scheduler import StopSignal
 
     _configure_logging(log_level)
     with _client(dsn) as client:  # resolves the DSN and checks the schema
-        settings, where = client.settings, client.dsn
-    with StopSignal() as stop:
-        thread = CoordinatorThread(CoordinatorWorker(where, settings)).start()
-        _note(f"coordinator worker {thread.worker.name} running; stop with Ctrl-C or SIGTERM")
-        try:
-            received = stop.wait()
-            _note(f"Stopping ({received})...")
-        finally:
-            thread.stop()
+        where = client.dsn
+        settings = client.settings.replace(metrics_port=metrics_port, metrics_host=metrics_host)
+    metrics = serve(where, settings)
+    try:
+        with StopSignal() as stop:
+            thread = CoordinatorThread(CoordinatorWorker(where, settings, metrics=metrics)).start()
+            _note(f"coordinator worker {thread.worker.name} running; stop with Ctrl-C or SIGTERM")
+            try:
+                received = stop.wait()
+                _note(f"Stopping ({received})...")
+            finally:
+                thread.stop()
+    finally:
+        if metrics is not None:
+            metrics.stop()
 
 
 # -- txnq txn -------------------------------------------------------------------

@@ -59,6 +59,11 @@ class Settings:
     consumer_lease_seconds: float = 10.0
     # Polling fallback when LISTEN/NOTIFY is unavailable (e.g. behind PgBouncer).
     poll_interval_seconds: float = 1.0
+    # The Prometheus endpoint of a worker (docs/metrics.md): unset, none; 0,
+    # any free port. Loopback by default: the metrics name topics and
+    # subscriptions, so exposing them beyond the host is a decision.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         if not 0 <= self.gc_minor_threshold < self.gc_major_threshold <= 1:
@@ -80,6 +85,15 @@ class Settings:
                 raise ConfigurationError(f"{name.upper()} must not be negative (0: no limit)")
         if self.inactive_cursor_seconds <= 0:
             raise ConfigurationError("INACTIVE_CURSOR_SECONDS must be positive")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ConfigurationError(
+                f"METRICS_PORT must be a TCP port from 1 to 65535 (0: any free port), "
+                f"not {self.metrics_port}"
+            )
+        if not self.metrics_host.strip():
+            raise ConfigurationError(
+                "METRICS_HOST is empty: give an address to bind, e.g. 127.0.0.1 or 0.0.0.0"
+            )
         for name in ("tc_count", "ledger_max_entries", "max_message_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name.upper()} must be at least 1")
@@ -109,7 +123,7 @@ def _coerce(name: str, value: Any) -> Any:
             return parse_size(value, what=where)
         if name in _SECOND_SETTINGS:
             return parse_duration(value, what=where)
-        if kind in ("int", int):
+        if kind in ("int", int, "int | None"):
             if isinstance(value, bool):
                 raise ValueError(value)
             return int(value)

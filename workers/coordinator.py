@@ -20,6 +20,10 @@ abort``) makes the worker look at once, with no grace. Each step runs in its
 own PostgreSQL transaction and is idempotent, so a worker killed at any
 instant leaves nothing another worker cannot finish.
 
+With ``--metrics-port`` (``TXNQ_METRICS_PORT``) the worker serves Prometheus
+metrics (txnq/metrics.py): its leases and completions, besides the database
+metrics.
+
 For crash tests, ``TXNQ_FAILPOINT`` names a step after which the process
 exits at once (txnq/failpoints.py): ``after_partition_marker``,
 ``after_subscription``, ``before_finish``, ``after_finish``.
@@ -43,6 +47,7 @@ import psycopg
 
 from txnq import errors
 from txnq.failpoints import failpoint
+from txnq.metrics import MetricsServer, serve
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
 from txnq.storage import connect, scalar
@@ -65,6 +70,7 @@ class CoordinatorWorker:
         name: str | None = None,
         poll_interval: float | None = None,
         grace_seconds: float = 1.0,
+        metrics: MetricsServer | None = None,
     ) -> None:
         self.dsn = dsn
         self.settings = settings or load_settings()
@@ -77,6 +83,8 @@ class CoordinatorWorker:
         self.completed = 0
         self._member_key = random.randrange(1, 1 << 31)
         self._conn: psycopg.Connection[Any] | None = None
+        if metrics is not None:
+            metrics.add_coordinator(self)
 
     # -- the loop -------------------------------------------------------------
 
@@ -231,28 +239,35 @@ class CoordinatorThread:
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m txnq.workers.coordinator``: a coordinator worker in the
     foreground until SIGINT/SIGTERM (``txnq worker coordinator`` is the same)."""
-    from txnq.workers.scheduler import StopSignal
+    from txnq.workers.scheduler import StopSignal, add_metrics_arguments
 
     parser = argparse.ArgumentParser(
         prog="python -m txnq.workers.coordinator", description="Run a txnq coordinator worker."
     )
     parser.add_argument("--dsn", help="PostgreSQL URL (default: TXNQ_DSN)")
     parser.add_argument("--log-level", default="INFO", help="python logging level (INFO)")
+    add_metrics_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        settings = load_settings()
+        settings = load_settings(metrics_port=args.metrics_port, metrics_host=args.metrics_host)
         dsn = args.dsn or settings.dsn
         if dsn is None:
             raise errors.ConfigurationError(
                 "the coordinator worker needs a database: pass --dsn or set TXNQ_DSN"
             )
-        with StopSignal() as stop:
-            thread = CoordinatorThread(CoordinatorWorker(dsn, settings)).start()
-            stop.wait()
-            thread.stop()
+        metrics = serve(dsn, settings)
+        try:
+            with StopSignal() as stop:
+                worker = CoordinatorWorker(dsn, settings, metrics=metrics)
+                thread = CoordinatorThread(worker).start()
+                stop.wait()
+                thread.stop()
+        finally:
+            if metrics is not None:
+                metrics.stop()
     except errors.TxnqError as exc:
         raise SystemExit(f"error: {exc}") from None
 

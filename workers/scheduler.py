@@ -26,6 +26,10 @@ scheduler starts). Jobs that exist today:
   same up to GC_MAJOR_THRESHOLD) and ``gc_doctor`` (daily, reporting dirty
   data only): the message lifecycle of txnq/lifecycle.py (docs/lifecycle.md).
 
+With ``--metrics-port`` (``TXNQ_METRICS_PORT``) the scheduler serves Prometheus
+metrics (txnq/metrics.py, docs/metrics.md): each job's run durations,
+failures, skipped runs and last success, besides the database metrics.
+
 Any number of scheduler processes may run against one database: each run of a
 job first takes a session-level advisory lock for the job (on a connection the
 job keeps for itself) and skips the run when another process holds it, so one
@@ -52,6 +56,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from txnq import errors, lifecycle, migrate
 from txnq.client import Client
+from txnq.metrics import JobMetrics, MetricsServer, check_port, serve
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
 from txnq.storage import connect, create_engine_for, libpq_dsn
@@ -246,8 +251,9 @@ JOBS: tuple[Job, ...] = (
 class _JobRunner:
     """Runs one job under its advisory lock, on a connection kept for the lock."""
 
-    def __init__(self, job: Job, client: Client) -> None:
+    def __init__(self, job: Job, client: Client, metrics: JobMetrics | None = None) -> None:
         self.job = job
+        self._metrics = metrics
         self._context = JobContext(client)
         self._client = client
         self._lock_conn: psycopg.Connection[Any] | None = None
@@ -268,14 +274,20 @@ class _JobRunner:
         except (psycopg.Error, errors.TxnqError) as exc:
             log.warning("job %s: skipped, PostgreSQL is unavailable: %s", name, exc)
             self._drop_connection()
+            if self._metrics is not None:
+                self._metrics.skip(name)
             return
         if row is None or not row[0]:
             log.debug("job %s: skipped, another process is running it", name)
+            if self._metrics is not None:
+                self._metrics.skip(name)
             return
         started = time.monotonic()
         try:
             outcome = self.job.run(self._context)
         except Exception as exc:
+            if self._metrics is not None:
+                self._metrics.observe(name, time.monotonic() - started, ok=False)
             log.error(
                 "job %s: failed after %.3fs: %s: %s",
                 name,
@@ -286,6 +298,8 @@ class _JobRunner:
             )
         else:
             elapsed = time.monotonic() - started
+            if self._metrics is not None:
+                self._metrics.observe(name, elapsed, ok=True)
             if outcome is None:
                 log.debug("job %s: nothing to do (%.3fs)", name, elapsed)
             else:
@@ -316,6 +330,10 @@ class Scheduler:
     :class:`txnq.Client`), runs the one-shot jobs, then schedules the periodic
     ones in a background thread; ``shutdown()`` stops them and waits for runs in
     progress; ``run_forever()`` does both around a wait for SIGINT or SIGTERM.
+
+    Job runs are measured on ``metrics`` (a :class:`txnq.metrics.MetricsServer`
+    shared with other workers of the process), else on an endpoint of its own
+    when the settings have METRICS_PORT (started and stopped with the scheduler).
     """
 
     def __init__(
@@ -324,11 +342,14 @@ class Scheduler:
         *,
         settings: Settings | None = None,
         jobs: Sequence[Job] = JOBS,
+        metrics: MetricsServer | None = None,
     ) -> None:
         self._dsn = dsn
         self._settings = settings
         self.jobs = tuple(jobs)
         self.client: Client | None = None
+        self.metrics = metrics
+        self._own_metrics: MetricsServer | None = None
         self._runners: list[_JobRunner] = []
         self._scheduler: BackgroundScheduler | None = None
 
@@ -342,6 +363,13 @@ class Scheduler:
         settings = self._settings or load_settings()
         client = Client(self._dsn, settings=settings)
         self.client = client
+        if self.metrics is None:
+            try:
+                self._own_metrics = self.metrics = serve(client.dsn, settings)
+            except BaseException:
+                self._close_connections()
+                raise
+        job_metrics = self.metrics.add_jobs() if self.metrics is not None else None
         scheduler = BackgroundScheduler(
             timezone=UTC,
             # A run that was due while the previous one was still going is
@@ -351,7 +379,9 @@ class Scheduler:
         now = datetime.now(UTC)
         try:
             for job in self.jobs:
-                runner = _JobRunner(job, client)
+                if job_metrics is not None:
+                    job_metrics.declare(job.name)
+                runner = _JobRunner(job, client, job_metrics)
                 self._runners.append(runner)
                 interval = job.interval(settings)
                 if interval is None:
@@ -383,6 +413,9 @@ class Scheduler:
         for runner in self._runners:
             runner.close()
         self._runners = []
+        if self._own_metrics is not None:
+            self._own_metrics.stop()
+            self._own_metrics = self.metrics = None
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -446,6 +479,30 @@ class StopSignal:
         return self._received or "stop"
 
 
+def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
+    """--metrics-port and --metrics-host, as the workers' argparse mains take them."""
+
+    def port(text: str) -> int:
+        try:
+            return check_port(text)
+        except errors.ConfigurationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser.add_argument(
+        "--metrics-port",
+        type=port,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port, at /metrics (default: TXNQ_METRICS_PORT; "
+        "unset: no endpoint; 0: any free port); docs/metrics.md",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help="address the metrics endpoint binds (default: TXNQ_METRICS_HOST, else 127.0.0.1; "
+        "0.0.0.0 in a container)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m txnq.workers.scheduler", description="Run the txnq scheduler worker."
@@ -454,13 +511,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--dsn", help="PostgreSQL URL (default: TXNQ_DSN, else the embedded server)"
     )
     parser.add_argument("--log-level", default="INFO", help="python logging level (INFO)")
+    add_metrics_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     try:
-        Scheduler(args.dsn).run_forever()
+        settings = load_settings(metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+        Scheduler(args.dsn, settings=settings).run_forever()
     except errors.TxnqError as exc:
         raise SystemExit(f"error: {exc}") from None
 
