@@ -15,8 +15,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
-from helpers import assert_nothing_more, receive_messages, sql, sql_value
+from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
 from typer.testing import CliRunner
 
 import txnq
@@ -363,3 +364,41 @@ def test_the_scheduler_runs_minor_major_and_doctor_jobs() -> None:
     assert every["collect_entry_logs"] == 3600
     assert every["compact_entry_logs_major"] == 86400
     assert every["gc_doctor"] == 86400
+    assert every["vacuum_hot_tables"] == 60
+
+
+# -- vacuum of the hot tables ------------------------------------------------------
+
+
+def test_vacuum_hot_tables_vacuums_only_tables_with_dead_tuples(
+    dsn: str, client: txnq.Client
+) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # A waiter row is inserted and deleted per wait: the churn of a busy topic.
+        conn.execute(
+            "INSERT INTO txnq.consumer_waiters (topic_id, partition, consumer_id) "
+            "SELECT 1, 0, g FROM generate_series(1, 300) g"
+        )
+        conn.execute("DELETE FROM txnq.consumer_waiters")
+        conn.execute("SELECT pg_stat_force_next_flush()")
+
+    def dead() -> int:
+        return int(
+            sql_value(
+                dsn,
+                "SELECT n_dead_tup FROM pg_stat_user_tables "
+                "WHERE schemaname = 'txnq' AND relname = 'consumer_waiters'",
+            )
+        )
+
+    wait_until(lambda: dead() >= 300, what="the statistics to count the dead tuples")
+    assert lifecycle.vacuum_hot_tables(client, min_dead=10**9) == []
+
+    done = lifecycle.vacuum_hot_tables(client, min_dead=100)
+
+    assert [(v.table, v.dead_tuples) for v in done if v.table == "consumer_waiters"] == [
+        ("consumer_waiters", 300)
+    ]
+    wait_until(lambda: dead() == 0, what="VACUUM to clear the dead tuples")
+    with pytest.raises(errors.InvalidArgumentError):
+        lifecycle.vacuum_hot_tables(client, min_dead=-1)

@@ -18,6 +18,10 @@ Three steps, as in Pulsar and BookKeeper, each a function of a
   time budget, into a new detached table that one short transaction then
   swaps in for the old log (sql/functions/compaction_v1.sql says why it is
   not the active log).
+- :func:`vacuum_hot_tables` vacuums the small, constantly updated tables
+  (head rows, cursors, producer sequences, consumer waiters, ...) when their
+  dead tuples pile up: what autovacuum does, for servers where it is off or
+  behind (PgQ's ticker does the same for its tables).
 - :func:`doctor` finds dirty data (orphan ledgers, entries without a ledger,
   inactive subscriptions) and removes it only when asked.
 
@@ -447,6 +451,60 @@ def run_all(
     reports = [] if dry_run else [expire_ttl(client), apply_retention(client)]
     reports.append(collect_entry_logs(client, dry_run=dry_run, compaction=compaction))
     return reports
+
+
+# -- vacuum of the hot tables ----------------------------------------------------
+
+#: Small tables whose rows are updated or replaced all the time. Entries are
+#: not here: they are never updated or deleted, only dropped with their log.
+HOT_TABLES: tuple[str, ...] = (
+    "partitions",
+    "cursors",
+    "individual_acks",
+    "producer_sequences",
+    "producers",
+    "consumers",
+    "consumer_waiters",
+    "ledgers",
+    "entry_logs",
+    "config",
+    "coordinators",
+    "transactional_ids",
+    "txn_buffer_ongoing",
+    "pending_acks",
+)
+VACUUM = sql.SQL("VACUUM (ANALYZE) {}")
+
+
+@dataclass(frozen=True)
+class Vacuumed:
+    table: str
+    dead_tuples: int
+    live_tuples: int
+
+
+def vacuum_hot_tables(client: Client, *, min_dead: int = 1000) -> list[Vacuumed]:
+    """VACUUM the hot tables that have at least ``min_dead`` dead tuples (and
+    more than a fifth of their live ones), as the statistics say. VACUUM takes
+    a SHARE UPDATE EXCLUSIVE lock: appends, reads and acks go on."""
+    if isinstance(min_dead, bool) or not isinstance(min_dead, int) or min_dead < 0:
+        raise errors.InvalidArgumentError("min_dead must be a non-negative integer")
+    done: list[Vacuumed] = []
+    rows = client.query("hot_tables_to_vacuum", {"tables": list(HOT_TABLES), "min_dead": min_dead})
+    if not rows:
+        return done
+    conn = connect(client.dsn, application_name="txnq-vacuum")
+    try:
+        conn.execute(LOCK_TIMEOUT)
+        for row in rows:
+            try:
+                conn.execute(VACUUM.format(sql.Identifier("txnq", row["relname"])))
+            except psycopg.errors.LockNotAvailable:
+                continue  # a concurrent VACUUM or DDL: autovacuum or the next run
+            done.append(Vacuumed(row["relname"], row["n_dead_tup"], row["n_live_tup"]))
+    finally:
+        conn.close()
+    return done
 
 
 # -- the dirty-data sweep ------------------------------------------------------

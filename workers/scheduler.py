@@ -24,7 +24,9 @@ scheduler starts). Jobs that exist today:
   entry logs, compact those under GC_MINOR_THRESHOLD live),
   ``compact_entry_logs_major`` (every ``GC_MAJOR_INTERVAL_SECONDS``, 1 d: the
   same up to GC_MAJOR_THRESHOLD) and ``gc_doctor`` (daily, reporting dirty
-  data only): the message lifecycle of txnq/lifecycle.py (docs/lifecycle.md).
+  data only): the message lifecycle of txnq/lifecycle.py (docs/lifecycle.md);
+- ``vacuum_hot_tables`` (every 60 s): VACUUM the small hot tables whose dead
+  tuples piled up, where autovacuum is off or behind.
 
 With ``--metrics-port`` (``TXNQ_METRICS_PORT``) the scheduler serves Prometheus
 metrics (txnq/metrics.py, docs/metrics.md): each job's run durations,
@@ -65,6 +67,9 @@ log = logging.getLogger("txnq.workers.scheduler")
 
 #: How often the entry log is checked for rollover by age or size.
 ENTRY_LOG_CHECK_SECONDS = 60.0
+
+#: How often the hot tables' dead tuples are checked (lifecycle.vacuum_hot_tables).
+VACUUM_CHECK_SECONDS = 60.0
 
 #: How often open transactions are checked against their timeout: a transaction
 #: is aborted within about this long after its deadline (invariant 5).
@@ -215,6 +220,14 @@ def compact_entry_logs_major(context: JobContext) -> str | None:
     return _gc(context, "major")
 
 
+def vacuum_hot_tables(context: JobContext) -> str | None:
+    """VACUUM the small hot tables whose dead tuples piled up (autovacuum off or behind)."""
+    done = lifecycle.vacuum_hot_tables(context.client)
+    if not done:
+        return None
+    return "vacuumed " + ", ".join(f"{v.table} ({v.dead_tuples} dead tuples)" for v in done)
+
+
 def gc_doctor(context: JobContext) -> str | None:
     """The dirty-data sweep, reporting only: removal is `txnq gc doctor --remove`."""
     report = lifecycle.doctor(context.client)
@@ -242,6 +255,7 @@ JOBS: tuple[Job, ...] = (
         every=lambda s: s.gc_major_interval_seconds,
     ),
     Job("gc_doctor", gc_doctor, every=lambda s: s.gc_major_interval_seconds),
+    Job("vacuum_hot_tables", vacuum_hot_tables, every=VACUUM_CHECK_SECONDS),
 )
 
 

@@ -196,3 +196,13 @@ SELECT txnq.unsubscribe_v1(s.subscription_id, NULL, false)
    AND greatest(s.created_at, (SELECT max(c.updated_at) FROM txnq.cursors c
                                 WHERE c.subscription_id = s.subscription_id))
        < now() - make_interval(secs => %(inactive_seconds)s)
+
+-- name: hot_tables_to_vacuum
+-- The small, constantly updated tables of txnq with more dead tuples than
+-- min_dead and than a fifth of their live ones: what autovacuum would pick,
+-- for servers where it is off or behind.
+SELECT s.relname, s.n_dead_tup, s.n_live_tup
+  FROM pg_stat_user_tables s
+ WHERE s.schemaname = 'txnq' AND s.relname = ANY(%(tables)s::text[])
+   AND s.n_dead_tup >= %(min_dead)s AND s.n_dead_tup >= s.n_live_tup / 5
+ ORDER BY s.n_dead_tup DESC
