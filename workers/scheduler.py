@@ -21,7 +21,10 @@ scheduler starts). Jobs that exist today:
 - ``expire_ttl`` (every ``TTL_CHECK_INTERVAL_SECONDS``, 300 s),
   ``apply_retention`` (every ``RETENTION_CHECK_INTERVAL_SECONDS``, 120 s) and
   ``collect_entry_logs`` (every ``GC_MINOR_INTERVAL_SECONDS``, 1 h): the message
-  lifecycle of txnq/lifecycle.py (docs/lifecycle.md).
+  lifecycle of txnq/lifecycle.py (docs/lifecycle.md);
+- ``backlog_quota`` (every ``BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS``, 60 s):
+  checks each topic's backlog quota, evicts or records it for the producers
+  (txnq/backlog_quota.py, docs/backlog-quota.md).
 
 Any number of scheduler processes may run against one database: each run of a
 job first takes a session-level advisory lock for the job (on a connection the
@@ -187,6 +190,22 @@ def collect_entry_logs(context: JobContext) -> str | None:
     )
 
 
+def backlog_quota(context: JobContext) -> str | None:
+    """Backlog quotas: evict (consumer_backlog_eviction) or record the topics
+    over quota, where producers look (producer_hold, producer_error)."""
+    from txnq.backlog_quota import check_backlog_quotas
+
+    report = check_backlog_quotas(context.client)
+    if not report.items:
+        return None
+    evicted = sum(b.evicted_entries for b in report.items)
+    over = ", ".join(f"{b.topic}/{b.subscription} ({b.policy})" for b in report.items[:10])
+    return (
+        f"{len(report.items)} subscription(s) over their backlog quota: {over}; "
+        f"evicted {evicted} entries"
+    )
+
+
 #: The jobs every scheduler runs. Adding a job is one line here.
 JOBS: tuple[Job, ...] = (
     Job("publish_settings", publish_settings),
@@ -195,6 +214,7 @@ JOBS: tuple[Job, ...] = (
     Job("expire_ttl", expire_ttl, every=lambda s: s.ttl_check_interval_seconds),
     Job("apply_retention", apply_retention, every=lambda s: s.retention_check_interval_seconds),
     Job("collect_entry_logs", collect_entry_logs, every=lambda s: s.gc_minor_interval_seconds),
+    Job("backlog_quota", backlog_quota, every=lambda s: s.backlog_quota_check_interval_seconds),
 )
 
 
