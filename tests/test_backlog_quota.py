@@ -122,6 +122,34 @@ def test_old_clients_calling_append_v2_honour_the_quota(dsn: str, client: txnq.C
     assert entries(dsn) == 2
 
 
+def test_a_retry_of_a_written_batch_gets_its_offset_even_over_quota(
+    dsn: str, client: txnq.Client
+) -> None:
+    topic = client.admin.create_topic(
+        "orders", backlog_quota_size=150, backlog_quota_policy="producer_error"
+    )
+    client.subscribe("orders", "billing", initial_position="earliest", **FAST).close()
+    [(producer_id, epoch)] = sql(
+        dsn,
+        "SELECT DISTINCT producer_id, epoch FROM txnq.register_producer_v1(%s, 'p1')",
+        (topic.topic_id,),
+    )
+    append = (
+        "SELECT entry_offset, duplicate FROM txnq.append_v3(%s, 0, %s, %s, %s, "
+        "ARRAY[convert_to(repeat('x', 100), 'UTF8')])"
+    )
+    assert sql(dsn, append, (topic.topic_id, producer_id, epoch, 0)) == [(0, False)]
+    assert sql(dsn, append, (topic.topic_id, producer_id, epoch, 1)) == [(1, False)]
+    check_backlog_quotas(client)
+
+    # The outcome of sequence 1 was lost, say: its retry is recognised.
+    assert sql(dsn, append, (topic.topic_id, producer_id, epoch, 1)) == [(1, True)]
+    with pytest.raises(psycopg.Error) as raised:
+        sql(dsn, append, (topic.topic_id, producer_id, epoch, 2))
+    assert raised.value.sqlstate == "TQ016"
+    assert entries(dsn) == 2
+
+
 def test_transactional_sends_are_refused_like_any_other(dsn: str, client: txnq.Client) -> None:
     client.admin.create_topic(
         "orders", backlog_quota_size=150, backlog_quota_policy="producer_error"
