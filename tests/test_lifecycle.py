@@ -279,7 +279,12 @@ def test_cli_set_policy_gc_run_and_history(dsn: str, client: txnq.Client) -> Non
     reader.acknowledge_cumulative(receive_messages(reader, 4)[-1])
 
     reports = ok_json("gc", "run")
-    assert [r["job"] for r in reports] == ["ttl", "retention", "gc"]  # type: ignore[index]
+    assert [r["job"] for r in reports] == [  # type: ignore[index]
+        "ttl",
+        "retention",
+        "backlog_quota",
+        "gc",
+    ]
     assert [i["ledger_id"] for i in reports[1]["items"]] == [0, 1]  # type: ignore[index]
     dry = ok_json("gc", "run", "--dry-run")
     assert [r["job"] for r in dry] == ["gc"]  # type: ignore[union-attr]

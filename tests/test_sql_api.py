@@ -205,8 +205,26 @@ def world(conn: psycopg.Connection[Any]) -> dict[str, int]:
     ((ended_tc, ended_seq),) = conn.execute(open_txn, (60,)).fetchall()
     conn.execute("SELECT * FROM txnq.end_txn_v1(%s, %s, false)", (ended_tc, ended_seq))
     ((late_tc, late_seq),) = conn.execute(open_txn, (0.001,)).fetchall()
+    # Backlog quota: a topic per producer policy whose subscription holds one
+    # 2-byte message, over a 1-byte quota, as the periodic check recorded it.
+    over_quota = {}
+    for policy in ("producer_error", "producer_hold"):
+        quota_topic = create_topic(conn, policy.replace("_", "-"))
+        conn.execute(
+            "UPDATE txnq.topics SET backlog_quota_bytes = 1, backlog_quota_policy = %s "
+            "WHERE topic_id = %s",
+            (policy, quota_topic),
+        )
+        subscribe(conn, quota_topic, "slow")
+        conn.execute(
+            "SELECT * FROM txnq.append_v3(%s, 0, NULL, NULL, NULL, ARRAY['xy']::bytea[])",
+            (quota_topic,),
+        )
+        conn.execute("SELECT * FROM txnq.check_backlog_quota_v1(%s)", (quota_topic,))
+        over_quota[f"{policy}_topic_id"] = quota_topic
     time.sleep(0.01)
     return {
+        **over_quota,
         "topic_id": topic_id,
         "subscription_id": subscription_id,
         "consumer_id": consumer_id,
@@ -318,6 +336,16 @@ ERRORS = {
     "end-with-bad-reason": (
         "TQ005",
         "SELECT * FROM txnq.end_txn_v1(%(open_tc)s, %(open_seq)s, true, 'because')",
+    ),
+    "append-over-backlog-quota": (
+        "TQ016",
+        "SELECT * FROM txnq.append_v3(%(producer_error_topic_id)s, 0, NULL, NULL, NULL, "
+        "ARRAY['x']::bytea[])",
+    ),
+    "append-held-by-backlog-quota": (
+        "TQ017",
+        "SELECT * FROM txnq.append_v3(%(producer_hold_topic_id)s, 0, NULL, NULL, NULL, "
+        "ARRAY['x']::bytea[])",
     ),
 }
 

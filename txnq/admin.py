@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from txnq import backlog_quota
+from txnq.backlog_quota import BacklogQuotaInfo
 from txnq.durations import Duration, Size, parse_duration, parse_size
 from txnq.errors import (
     InvalidArgumentError,
@@ -20,6 +22,7 @@ from txnq.errors import (
     TransactionNotFoundError,
 )
 from txnq.names import validate_name
+from txnq.queries import QUERIES
 from txnq.transaction import TxnId
 
 if TYPE_CHECKING:
@@ -41,6 +44,11 @@ class TopicInfo:
     ttl_seconds: float | None
     max_message_bytes: int
     created_at: datetime
+    # Backlog quota (docs/backlog-quota.md): None uses the server default
+    # (BACKLOG_QUOTA_DEFAULT_*), -1 is no limit.
+    backlog_quota_bytes: int | None = None
+    backlog_quota_seconds: float | None = None
+    backlog_quota_policy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -95,6 +103,7 @@ class TopicDescription:
     topic: TopicInfo
     partitions: list[PartitionInfo]
     subscriptions: list[SubscriptionInfo]
+    backlog_quota: BacklogQuotaInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -225,6 +234,29 @@ def parse_retention_size(value: Size | None) -> int:
     return parse_size(value, what="retention_size")
 
 
+def _quota_params(
+    size: object, age: object, policy: object, given: list[bool] | None = None
+) -> dict[str, Any]:
+    """Parameters of the set_backlog_quota query; ``given`` says which values
+    to change (default: those not None). None or "default" -> the server
+    default (NULL)."""
+    set_bytes, set_seconds, set_policy = given or [v is not None for v in (size, age, policy)]
+    return {
+        "set_bytes": set_bytes,
+        "limit_bytes": backlog_quota.topic_value(
+            size, backlog_quota.parse_limit_bytes, "backlog_quota_size"
+        ),
+        "set_seconds": set_seconds,
+        "limit_seconds": backlog_quota.topic_value(
+            age, backlog_quota.parse_limit_seconds, "backlog_quota_age"
+        ),
+        "set_policy": set_policy,
+        "policy": backlog_quota.topic_value(
+            policy, backlog_quota.parse_policy, "backlog_quota_policy"
+        ),
+    }
+
+
 def _check_partitions(partitions: object) -> int:
     if isinstance(partitions, bool) or not isinstance(partitions, int):
         raise InvalidArgumentError(f"partitions must be an int, not {type(partitions).__name__}")
@@ -250,11 +282,17 @@ class Admin:
         retention_size: Size | None = 0,
         ttl: Duration | None = None,
         max_message_bytes: Size | None = None,
+        backlog_quota_size: Size | None = None,
+        backlog_quota_age: Duration | None = None,
+        backlog_quota_policy: str | None = None,
     ) -> TopicInfo:
         """Create a topic. ``retention`` keeps acknowledged data for that long
         (-1/"infinite": forever), ``retention_size`` caps it by bytes, ``ttl``
         acknowledges unconsumed messages older than that on the subscriptions'
-        behalf (None: never)."""
+        behalf (None: never). ``backlog_quota_size`` / ``backlog_quota_age`` /
+        ``backlog_quota_policy`` limit each subscription's backlog (see
+        :meth:`set_topic_policy`); None uses the server default."""
+        quota = _quota_params(backlog_quota_size, backlog_quota_age, backlog_quota_policy)
         params = {
             "name": validate_name(name, "topic"),
             "partitions": _check_partitions(partitions),
@@ -265,7 +303,14 @@ class Admin:
             else parse_duration(ttl, what="ttl", allow_zero=False),
             "max_message_bytes": self._max_message_bytes(max_message_bytes),
         }
-        self._client.execute("create_topic", params)
+        if not any(quota[k] for k in ("set_bytes", "set_seconds", "set_policy")):
+            self._client.execute("create_topic", params)
+        else:
+            # The topic and its quota in one PostgreSQL transaction.
+            with self._client.connection() as conn, conn.transaction():
+                row = conn.execute(QUERIES["create_topic"], params).fetchone()
+                assert row is not None
+                conn.execute(QUERIES["set_backlog_quota"], {**quota, "topic_id": row[0]})
         return self.get_topic(name)
 
     def _max_message_bytes(self, value: Size | None) -> int:
@@ -298,10 +343,12 @@ class Admin:
     def describe_topic(self, name: str) -> TopicDescription:
         topic = self.get_topic(name)
         partitions = self._client.query("topic_partitions", {"topic_id": topic.topic_id})
+        quota = self._client.query("backlog_quota_info", {"topic_id": topic.topic_id})
         return TopicDescription(
             topic=topic,
             partitions=[PartitionInfo(**row) for row in partitions],
             subscriptions=self.list_subscriptions(name),
+            backlog_quota=BacklogQuotaInfo(**quota[0]) if quota else None,
         )
 
     def update_topic(self, name: str, *, partitions: int) -> TopicInfo:
@@ -323,6 +370,9 @@ class Admin:
         retention: Duration | None = None,
         retention_size: Size | None = None,
         ttl: Duration | object | None = _UNCHANGED,
+        backlog_quota_size: Size | object | None = _UNCHANGED,
+        backlog_quota_age: Duration | object | None = _UNCHANGED,
+        backlog_quota_policy: str | object | None = _UNCHANGED,
     ) -> TopicInfo:
         """Change a topic's lifecycle policies; what is not given stays.
 
@@ -333,12 +383,37 @@ class Admin:
         acknowledges messages older than that on the subscriptions' behalf;
         ``ttl=None`` removes it. The lifecycle jobs read the new values at
         their next run (docs/lifecycle.md).
+
+        Backlog quota (docs/backlog-quota.md): ``backlog_quota_size`` (bytes
+        or "10GiB") and ``backlog_quota_age`` (a duration) limit each
+        subscription's backlog, -1 for no limit; ``backlog_quota_policy`` is
+        ``producer_hold``, ``producer_error`` or ``consumer_backlog_eviction``.
+        None (or "default") for any of them uses the server default
+        (BACKLOG_QUOTA_DEFAULT_*). A change clears the topic's over-quota
+        state; the next check (scheduler, ``txnq gc run``, a held producer)
+        decides anew.
         """
         topic = self.get_topic(name)
-        if retention is None and retention_size is None and ttl is _UNCHANGED:
+        quota_given = [
+            v is not _UNCHANGED
+            for v in (backlog_quota_size, backlog_quota_age, backlog_quota_policy)
+        ]
+        if (
+            retention is None
+            and retention_size is None
+            and ttl is _UNCHANGED
+            and not any(quota_given)
+        ):
             raise InvalidArgumentError(
-                "nothing to change: give retention, retention_size and/or ttl"
+                "nothing to change: give retention, retention_size, ttl, backlog_quota_size, "
+                "backlog_quota_age and/or backlog_quota_policy"
             )
+        quota = _quota_params(
+            None if backlog_quota_size is _UNCHANGED else backlog_quota_size,
+            None if backlog_quota_age is _UNCHANGED else backlog_quota_age,
+            None if backlog_quota_policy is _UNCHANGED else backlog_quota_policy,
+            given=quota_given,
+        )
         params = {
             "topic_id": topic.topic_id,
             "retention_seconds": None if retention is None else parse_retention_time(retention),
@@ -350,7 +425,10 @@ class Admin:
             else parse_duration(ttl, what="ttl", allow_zero=False),  # type: ignore[arg-type]
             "clear_ttl": ttl is None,
         }
-        self._client.execute("set_topic_policy", params)
+        if retention is not None or retention_size is not None or ttl is not _UNCHANGED:
+            self._client.execute("set_topic_policy", params)
+        if any(quota_given):
+            self._client.execute("set_backlog_quota", {**quota, "topic_id": topic.topic_id})
         return self.get_topic(name)
 
     def delete_topic(self, name: str, *, force: bool = False) -> None:

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         TransactionDescription,
         TransactionInfo,
     )
+    from txnq.backlog_quota import BacklogQuotaInfo
     from txnq.consumer import Consumer
     from txnq.embedded import EmbeddedServer
     from txnq.lifecycle import LifecycleReport
@@ -440,8 +441,36 @@ def _topic_table(topic: TopicInfo) -> Table:
             ("retention size", _size_text(topic.retention_bytes)),
             ("ttl", _duration_text(topic.ttl_seconds)),
             ("max message size", _size_text(topic.max_message_bytes)),
+            ("backlog quota size", _quota_text(topic.backlog_quota_bytes, _size_text)),
+            ("backlog quota age", _quota_text(topic.backlog_quota_seconds, _duration_text)),
+            ("backlog quota policy", topic.backlog_quota_policy or "default"),
             ("created", topic.created_at),
             ("topic id", topic.topic_id),
+        ],
+    )
+
+
+def _quota_text(value: Any, text: Any) -> str:
+    """A topic's own backlog quota limit: None uses the server default, -1 is none."""
+    if value is None:
+        return "default"
+    return "no limit" if value < 0 else str(text(value))
+
+
+def _backlog_quota_table(quota: BacklogQuotaInfo) -> Table:
+    def mark(text: str, which: str) -> str:
+        return f"{text} (server default)" if which in quota.from_defaults else text
+
+    state = "under quota"
+    if quota.exceeded_since is not None:
+        state = f"OVER since {_time_text(quota.exceeded_since)}: {quota.exceeded_reason}"
+    return _properties_table(
+        "Backlog quota in effect",
+        [
+            ("size limit", mark(_quota_text(quota.limit_bytes, _size_text), "size")),
+            ("age limit", mark(_quota_text(quota.limit_seconds, _duration_text), "age")),
+            ("policy", mark(quota.policy, "policy")),
+            ("last check", state),
         ],
     )
 
@@ -829,6 +858,37 @@ def topics_create(
             "Default: MAX_MESSAGE_BYTES (5MiB).",
         ),
     ] = None,
+    backlog_quota_size: Annotated[
+        str | None,
+        typer.Option(
+            "--backlog-quota-size",
+            metavar="SIZE",
+            show_default=False,
+            help="Most payload bytes a subscription's backlog may hold, e.g. 10GiB; -1: no "
+            "limit; 'default': BACKLOG_QUOTA_DEFAULT_LIMIT_BYTES.",
+        ),
+    ] = None,
+    backlog_quota_age: Annotated[
+        str | None,
+        typer.Option(
+            "--backlog-quota-age",
+            metavar="DURATION",
+            show_default=False,
+            help="Oldest a subscription's unacknowledged message may get, e.g. 1h; -1: no "
+            "limit; 'default': BACKLOG_QUOTA_DEFAULT_LIMIT_SECONDS.",
+        ),
+    ] = None,
+    backlog_quota_policy: Annotated[
+        str | None,
+        typer.Option(
+            "--backlog-quota-policy",
+            metavar="POLICY",
+            show_default=False,
+            help="What happens over the quota: producer_hold (sends block, then fail), "
+            "producer_error (sends fail at once) or consumer_backlog_eviction (the oldest "
+            "backlog is acknowledged); 'default': BACKLOG_QUOTA_DEFAULT_POLICY.",
+        ),
+    ] = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -841,6 +901,9 @@ def topics_create(
             retention_size=retention_size,
             ttl=ttl,
             max_message_bytes=max_message_bytes,
+            backlog_quota_size=backlog_quota_size,
+            backlog_quota_age=backlog_quota_age,
+            backlog_quota_policy=backlog_quota_policy,
         )
     if as_json:
         _print_json(topic.to_dict())
@@ -881,14 +944,53 @@ def topics_set_policy(
             "behalf, e.g. 1h; 'none' removes the TTL.",
         ),
     ] = None,
+    backlog_quota_size: Annotated[
+        str | None,
+        typer.Option(
+            "--backlog-quota-size",
+            metavar="SIZE",
+            show_default=False,
+            help="Most payload bytes a subscription's backlog may hold, e.g. 10GiB; -1: no "
+            "limit; 'default': BACKLOG_QUOTA_DEFAULT_LIMIT_BYTES.",
+        ),
+    ] = None,
+    backlog_quota_age: Annotated[
+        str | None,
+        typer.Option(
+            "--backlog-quota-age",
+            metavar="DURATION",
+            show_default=False,
+            help="Oldest a subscription's unacknowledged message may get, e.g. 1h; -1: no "
+            "limit; 'default': BACKLOG_QUOTA_DEFAULT_LIMIT_SECONDS.",
+        ),
+    ] = None,
+    backlog_quota_policy: Annotated[
+        str | None,
+        typer.Option(
+            "--backlog-quota-policy",
+            metavar="POLICY",
+            show_default=False,
+            help="What happens over the quota: producer_hold (sends block, then fail), "
+            "producer_error (sends fail at once) or consumer_backlog_eviction (the oldest "
+            "backlog is acknowledged); 'default': BACKLOG_QUOTA_DEFAULT_POLICY.",
+        ),
+    ] = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Change a topic's lifecycle policies (retention, TTL); what is not given stays.
-    The scheduler applies them at its next TTL and retention runs."""
+    """Change a topic's lifecycle policies (retention, TTL, backlog quota); what is not
+    given stays. The scheduler applies them at its next TTL, retention and backlog quota
+    runs (docs/backlog-quota.md)."""
     changes: dict[str, Any] = {"retention": retention, "retention_size": retention_size}
     if ttl is not None:
         changes["ttl"] = None if ttl.strip().lower() == "none" else ttl
+    for key, value in (
+        ("backlog_quota_size", backlog_quota_size),
+        ("backlog_quota_age", backlog_quota_age),
+        ("backlog_quota_policy", backlog_quota_policy),
+    ):
+        if value is not None:
+            changes[key] = value
     with _client(dsn) as client:
         topic = client.admin.set_topic_policy(name, **changes)
     if as_json:
@@ -920,6 +1022,7 @@ def topics_describe(
         return
     _print_tables(
         _topic_table(description.topic),
+        *([_backlog_quota_table(description.backlog_quota)] if description.backlog_quota else []),
         _partitions_table(description.partitions),
         _subscriptions_table(description.subscriptions),
     )
@@ -1728,6 +1831,29 @@ def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
                     ),
                 )
             )
+        elif report.job == "backlog_quota":
+            tables.append(
+                _table(
+                    "Backlog quota: subscriptions over",
+                    ["Topic", "Subscription", "Over", "Backlog", "Oldest", "Policy", "Evicted"],
+                    (
+                        [
+                            i.topic,
+                            i.subscription,
+                            " and ".join(
+                                k
+                                for k, over in (("size", i.over_size), ("age", i.over_age))
+                                if over
+                            ),
+                            _size_text(i.backlog_bytes),
+                            _duration_text(round(i.backlog_seconds or 0.0)),
+                            i.policy,
+                            i.evicted_entries,
+                        ]
+                        for i in report.items
+                    ),
+                )
+            )
         else:
             tables.append(
                 _table(
@@ -1781,11 +1907,12 @@ def gc_run(
 ) -> None:
     """Run the lifecycle now, as the scheduler does on its schedule: TTL (acknowledge
     expired messages), retention (delete consumed ledgers retention no longer keeps),
-    then entry-log GC: drop sealed entry logs that hold nothing live, and compact
-    those whose live share is under the threshold (live rows move to a new log, the
-    old one is dropped), within GC_TIME_BUDGET_SECONDS and at most
-    GC_MAX_BYTES_PER_SECOND."""
+    the backlog quota check (evict, or hold/refuse producers), then entry-log GC:
+    drop sealed entry logs that hold nothing live, and compact those whose live
+    share is under the threshold (live rows move to a new log, the old one is
+    dropped), within GC_TIME_BUDGET_SECONDS and at most GC_MAX_BYTES_PER_SECOND."""
     from txnq import lifecycle
+    from txnq.backlog_quota import check_backlog_quotas
 
     if minor and major:
         _fail("choose one of --minor and --major")
@@ -1804,6 +1931,7 @@ def gc_run(
             steps[:0] = [
                 ("TTL", lambda: lifecycle.expire_ttl(client)),
                 ("Retention", lambda: lifecycle.apply_retention(client)),
+                ("Backlog quota", lambda: check_backlog_quotas(client)),
             ]
         task = progress.add_task("Lifecycle", total=len(steps))
         for description, step in steps:
@@ -1931,7 +2059,10 @@ def gc_history(
     job: Annotated[
         str | None,
         typer.Option(
-            "--job", metavar="JOB", show_default=False, help="ttl, retention, gc or doctor."
+            "--job",
+            metavar="JOB",
+            show_default=False,
+            help="ttl, retention, backlog_quota, gc or doctor.",
         ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 20,
@@ -1939,8 +2070,8 @@ def gc_history(
     as_json: JsonOption = False,
 ) -> None:
     """The lifecycle runs that did something (txnq.gc_runs), newest first."""
-    if job is not None and job not in ("ttl", "retention", "gc", "doctor"):
-        _fail(f"--job must be ttl, retention, gc or doctor, not {job!r}")
+    if job is not None and job not in ("ttl", "retention", "backlog_quota", "gc", "doctor"):
+        _fail(f"--job must be ttl, retention, backlog_quota, gc or doctor, not {job!r}")
     if not 1 <= limit <= 10_000:
         _fail(f"--limit must be from 1 to 10000, not {limit}")
     with _client(dsn) as client:

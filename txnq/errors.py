@@ -44,6 +44,14 @@ class TopicBusyError(TxnqError):
     """The topic cannot be changed while subscriptions still have a backlog."""
 
 
+class BacklogQuotaExceededError(TopicBusyError):
+    """A send was refused because a subscription of the topic is over the
+    topic's backlog quota (policy ``producer_error`` at once, ``producer_hold``
+    after the hold timeout). Nothing of the refused batch was written; what
+    was sent before stays. A subclass of TopicBusyError: in both, the topic's
+    subscriptions hold too much backlog for the operation."""
+
+
 class SubscriptionNotFoundError(TxnqError):
     """The named subscription does not exist on the topic."""
 

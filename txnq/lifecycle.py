@@ -445,10 +445,16 @@ def _usage(conn: psycopg.Connection[Any], entry_log_id: int) -> tuple[int, int, 
 def run_all(
     client: Client, *, dry_run: bool = False, compaction: Compaction = "minor"
 ) -> list[LifecycleReport]:
-    """TTL, retention, then GC with ``compaction``, as ``txnq gc run`` does. In a
-    dry run, TTL and retention are skipped (they would change cursors and
-    ledgers) and GC only reports."""
-    reports = [] if dry_run else [expire_ttl(client), apply_retention(client)]
+    """TTL, retention, the backlog quota check, then GC with ``compaction``, as
+    ``txnq gc run`` does. In a dry run, TTL, retention and the quota check are
+    skipped (they would change cursors and ledgers) and GC only reports."""
+    from txnq.backlog_quota import check_backlog_quotas
+
+    reports = (
+        []
+        if dry_run
+        else [expire_ttl(client), apply_retention(client), check_backlog_quotas(client)]
+    )
     reports.append(collect_entry_logs(client, dry_run=dry_run, compaction=compaction))
     return reports
 

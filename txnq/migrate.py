@@ -29,6 +29,9 @@ UPDATE txnq.config
        entry_log_max_age_seconds = %(entry_log_max_age_seconds)s,
        tc_count = %(tc_count)s,
        txn_max_timeout_seconds = %(txn_max_timeout)s,
+       backlog_quota_default_limit_bytes = %(backlog_quota_default_limit_bytes)s,
+       backlog_quota_default_limit_seconds = %(backlog_quota_default_limit_seconds)s,
+       backlog_quota_default_policy = %(backlog_quota_default_policy)s,
        updated_at = now()
 """
 
@@ -89,7 +92,8 @@ def upgrade(dsn: str, revision: str = "head", settings: Settings | None = None) 
 
 
 def publish_settings(connection: Connection, settings: Settings) -> None:
-    """Write the settings the SQL functions act on (ledger and entry-log rollover)."""
+    """Write the settings the SQL functions act on (ledger and entry-log rollover,
+    transaction limits, backlog quota defaults)."""
     driver_connection: Any = connection.connection.driver_connection
     driver_connection.execute(
         PUBLISH_CONFIG,
@@ -102,6 +106,9 @@ def publish_settings(connection: Connection, settings: Settings) -> None:
             "entry_log_max_age_seconds": settings.entry_log_max_age_seconds,
             "tc_count": settings.tc_count,
             "txn_max_timeout": settings.txn_max_timeout,
+            "backlog_quota_default_limit_bytes": settings.backlog_quota_default_limit_bytes,
+            "backlog_quota_default_limit_seconds": settings.backlog_quota_default_limit_seconds,
+            "backlog_quota_default_policy": settings.backlog_quota_default_policy,
         },
     )
 

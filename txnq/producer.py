@@ -1,6 +1,6 @@
 """The producer: routes messages to partitions, batches them in a client-side
 pending queue (one batch per partition becomes one entry), and appends each
-batch with one call of ``txnq.append_v2``.
+batch with one call of ``txnq.append_v3``.
 
 Idempotent by default, as Kafka's producer: the producer has an id and an
 epoch, and numbers the messages of each partition in sequence. A batch whose
@@ -20,6 +20,11 @@ Routing (stable, documented for other languages): a message with a key goes to
 partition ``zlib.crc32(key_bytes) % partitions`` (CRC-32/IEEE of the UTF-8
 key); messages without a key go round-robin, one batch per partition at a time
 (as Pulsar's batching-aware round robin), unless ``partition=`` is given.
+
+Backlog quota (docs/backlog-quota.md): while the topic is over its quota, a
+send raises BacklogQuotaExceededError (policy producer_error), or blocks up to
+BACKLOG_QUOTA_HOLD_TIMEOUT_SECONDS, re-checking the quota, and then raises
+(producer_hold). Transactional sends are held or refused like any other.
 """
 
 from __future__ import annotations
@@ -56,6 +61,12 @@ if TYPE_CHECKING:
 ROUTING_MODES = ("key_hash", "round_robin")
 #: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
 PARTITIONS_REFRESH_SECONDS = 60.0
+#: SQLSTATE of append_v3 for a topic over its backlog quota with policy
+#: producer_hold: the producer waits and re-checks, starting after the first
+#: delay and doubling it up to the second.
+BACKLOG_QUOTA_HOLD = "TQ017"
+HOLD_RECHECK_MIN_SECONDS = 0.05
+HOLD_RECHECK_MAX_SECONDS = 1.0
 SendCallback = Callable[[BaseException | None, MessageId | None], None]
 
 
@@ -173,6 +184,10 @@ class Producer:
         self._max_delay = parse_duration(batching_max_delay, what="batching_max_delay")
         self._max_pending = max_pending_messages
         self._send_timeout = parse_duration(send_timeout, what="send_timeout", allow_zero=False)
+        # A send held by a backlog quota (producer_hold) may wait this long on
+        # top of send_timeout before its result is given up on.
+        self._hold_timeout = client.settings.backlog_quota_hold_timeout_seconds
+        self._result_timeout = self._send_timeout + self._hold_timeout
         self._routing_mode = routing_mode
         self._encoding = encoding
         self._partitions = self._topic.partitions
@@ -248,7 +263,7 @@ class Producer:
                 return MessageId(self.topic, target, offset, 0)
         pending = self._enqueue(payload, key_bytes, props, when, partition, None, txn)
         self._flush_partition(pending._partition)
-        return pending.result(self._send_timeout)
+        return pending.result(self._result_timeout)
 
     def send_async(
         self,
@@ -352,7 +367,7 @@ class Producer:
         with self._cond:
             futures = list(self._last_futures.values())
         for future in futures:
-            future.exception(self._send_timeout)
+            future.exception(self._result_timeout)
         self._check_usable()
         with self._cond:
             unreported, self._unreported = self._unreported, None
@@ -517,7 +532,7 @@ class Producer:
         event_times: list[datetime | None],
         txn: Transaction | None = None,
     ) -> int:
-        """One call of append_v2 (caller holds the I/O lock); the entry offset.
+        """One call of append_v3 (caller holds the I/O lock); the entry offset.
 
         A broken connection leaves the outcome unknown: reconnect and retry the
         same sequence numbers until ``send_timeout``; the server recognises a
@@ -541,6 +556,8 @@ class Producer:
         )
         deadline = time.monotonic() + self._send_timeout
         delay = 0.05
+        hold_deadline: float | None = None
+        hold_delay = HOLD_RECHECK_MIN_SECONDS
         while True:
             try:
                 conn: psycopg.Connection[Any] = self._proxy.driver_connection
@@ -557,6 +574,19 @@ class Producer:
                 delay = min(delay * 2, 1.0)
                 self._reconnect()
             except psycopg.Error as exc:
+                if exc.sqlstate == BACKLOG_QUOTA_HOLD:
+                    # Policy producer_hold: block (this producer's sends wait
+                    # behind the I/O lock), re-check the quota, retry the same
+                    # batch; raise once the hold timeout has passed.
+                    now = time.monotonic()
+                    if hold_deadline is None:
+                        hold_deadline = now + self._hold_timeout
+                    if now < hold_deadline:
+                        time.sleep(min(hold_delay, hold_deadline - now))
+                        hold_delay = min(hold_delay * 2, HOLD_RECHECK_MAX_SECONDS)
+                        self._recheck_backlog_quota()
+                        continue
+                    raise self._hold_expired(exc) from None
                 mapped = translate(exc) or errors.TxnqError(f"append failed: {exc}")
                 if isinstance(mapped, errors.ProducerFencedError):
                     self._failure = mapped
@@ -568,6 +598,26 @@ class Producer:
             self._roll_entry_log()
         # A duplicate older than the five remembered batches has no known offset.
         return -1 if offset is None else int(offset)
+
+    def _recheck_backlog_quota(self) -> None:
+        """While held: check the topic's backlog quota now (the scheduler checks
+        only every BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS), so the send goes on
+        as soon as the backlog fits again."""
+        try:
+            self._proxy.driver_connection.execute(
+                QUERIES["check_backlog_quota"], {"topic_id": self._topic.topic_id}
+            ).fetchall()
+        except psycopg.Error:
+            pass  # the retried append reports a lost connection
+
+    def _hold_expired(self, exc: psycopg.Error) -> errors.BacklogQuotaExceededError:
+        diag = exc.diag
+        reason = diag.message_primary or f"topic {self.topic!r} is over its backlog quota"
+        return errors.BacklogQuotaExceededError(
+            f"{reason}; the send was held for {self._hold_timeout:g}s "
+            "(BACKLOG_QUOTA_HOLD_TIMEOUT_SECONDS) and the backlog did not shrink enough: "
+            f"nothing of this batch was written ({diag.message_hint})"
+        )
 
     def _reconnect(self) -> None:
         with contextlib.suppress(Exception):

@@ -49,6 +49,9 @@ config = Table(
     Column("updated_at", TZ, nullable=False),
     Column("tc_count", Integer, nullable=False),
     Column("txn_max_timeout_seconds", Double, nullable=False),
+    Column("backlog_quota_default_limit_bytes", BigInteger, nullable=False),
+    Column("backlog_quota_default_limit_seconds", Double, nullable=False),
+    Column("backlog_quota_default_policy", Text, nullable=False),
 )
 
 topics = Table(
@@ -62,6 +65,10 @@ topics = Table(
     Column("ttl_seconds", Double),
     Column("max_message_bytes", Integer, nullable=False),
     Column("created_at", TZ, nullable=False),
+    # Backlog quota (revision 0006); NULL: the server default, -1: no limit.
+    Column("backlog_quota_bytes", BigInteger),
+    Column("backlog_quota_seconds", Double),
+    Column("backlog_quota_policy", Text),
 )
 
 partitions = Table(
@@ -313,4 +320,21 @@ gc_runs = Table(
     Column("bytes", BigInteger, nullable=False),
     Column("details", JSONB, nullable=False),
     Index("gc_runs_job_time", "job", "started_at"),
+)
+
+# The topics the last backlog quota check found over their quota (revision 0006).
+backlog_quota_exceeded = Table(
+    "backlog_quota_exceeded",
+    metadata,
+    Column("topic_id", Integer, primary_key=True, autoincrement=False),
+    Column("policy", Text, nullable=False),
+    Column("subscription_name", Text, nullable=False),
+    Column("limit_kind", Text, nullable=False),
+    Column("backlog_bytes", BigInteger, nullable=False),
+    Column("backlog_seconds", Double),
+    Column("limit_bytes", BigInteger, nullable=False),
+    Column("limit_seconds", Double, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("since", TZ, nullable=False),
+    Column("checked_at", TZ, nullable=False),
 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from txnq.backlog_quota import POLICIES, parse_limit_bytes, parse_limit_seconds, parse_policy
 from txnq.durations import parse_duration, parse_size
 from txnq.errors import ConfigurationError, InvalidArgumentError
 
@@ -64,6 +65,15 @@ class Settings:
     # subscriptions, so exposing them beyond the host is a decision.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    # Backlog quotas (docs/backlog-quota.md): the defaults of topics that set
+    # none (-1: no limit; Pulsar's backlogQuotaDefaultLimitBytes/Second and
+    # backlogQuotaDefaultRetentionPolicy), published into txnq.config; how
+    # often the scheduler checks; how long producer_hold blocks a send.
+    backlog_quota_default_limit_bytes: int = -1
+    backlog_quota_default_limit_seconds: float = -1.0
+    backlog_quota_default_policy: str = "producer_hold"
+    backlog_quota_check_interval_seconds: float = 60.0
+    backlog_quota_hold_timeout_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.gc_minor_threshold < self.gc_major_threshold <= 1:
@@ -97,6 +107,21 @@ class Settings:
         for name in ("tc_count", "ledger_max_entries", "max_message_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name.upper()} must be at least 1")
+        for name in ("backlog_quota_default_limit_bytes", "backlog_quota_default_limit_seconds"):
+            value = getattr(self, name)
+            if not (value == -1 or value > 0):
+                raise ConfigurationError(
+                    f"{name.upper()} must be -1 (no limit) or a positive "
+                    f"{'size' if name.endswith('bytes') else 'duration'}, got {value!r}"
+                )
+        if self.backlog_quota_default_policy not in POLICIES:
+            raise ConfigurationError(
+                f"BACKLOG_QUOTA_DEFAULT_POLICY must be one of {', '.join(POLICIES)}, "
+                f"got {self.backlog_quota_default_policy!r}"
+            )
+        for name in ("backlog_quota_check_interval_seconds", "backlog_quota_hold_timeout_seconds"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"{name.upper()} must be longer than zero")
 
     def replace(self, **changes: Any) -> Settings:
         return load_settings(base=self, **changes)
@@ -119,6 +144,12 @@ def _coerce(name: str, value: Any) -> Any:
     try:
         if value is None:
             return None
+        if name == "backlog_quota_default_limit_bytes":
+            return parse_limit_bytes(value, what=where)
+        if name == "backlog_quota_default_limit_seconds":
+            return parse_limit_seconds(value, what=where)
+        if name == "backlog_quota_default_policy":
+            return parse_policy(value, what=where)
         if name in _BYTE_SETTINGS:
             return parse_size(value, what=where)
         if name in _SECOND_SETTINGS:

@@ -25,6 +25,9 @@ scheduler starts). Jobs that exist today:
   ``compact_entry_logs_major`` (every ``GC_MAJOR_INTERVAL_SECONDS``, 1 d: the
   same up to GC_MAJOR_THRESHOLD) and ``gc_doctor`` (daily, reporting dirty
   data only): the message lifecycle of txnq/lifecycle.py (docs/lifecycle.md);
+- ``backlog_quota`` (every ``BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS``, 60 s):
+  checks each topic's backlog quota, evicts or records it for the producers
+  (txnq/backlog_quota.py, docs/backlog-quota.md);
 - ``vacuum_hot_tables`` (every 60 s): VACUUM the small hot tables whose dead
   tuples piled up, where autovacuum is off or behind.
 
@@ -241,6 +244,22 @@ def gc_doctor(context: JobContext) -> str | None:
     )
 
 
+def backlog_quota(context: JobContext) -> str | None:
+    """Backlog quotas: evict (consumer_backlog_eviction) or record the topics
+    over quota, where producers look (producer_hold, producer_error)."""
+    from txnq.backlog_quota import check_backlog_quotas
+
+    report = check_backlog_quotas(context.client)
+    if not report.items:
+        return None
+    evicted = sum(b.evicted_entries for b in report.items)
+    over = ", ".join(f"{b.topic}/{b.subscription} ({b.policy})" for b in report.items[:10])
+    return (
+        f"{len(report.items)} subscription(s) over their backlog quota: {over}; "
+        f"evicted {evicted} entries"
+    )
+
+
 #: The jobs every scheduler runs. Adding a job is one line here.
 JOBS: tuple[Job, ...] = (
     Job("publish_settings", publish_settings),
@@ -256,6 +275,7 @@ JOBS: tuple[Job, ...] = (
     ),
     Job("gc_doctor", gc_doctor, every=lambda s: s.gc_major_interval_seconds),
     Job("vacuum_hot_tables", vacuum_hot_tables, every=VACUUM_CHECK_SECONDS),
+    Job("backlog_quota", backlog_quota, every=lambda s: s.backlog_quota_check_interval_seconds),
 )
 
 

@@ -12,7 +12,8 @@ SELECT txnq.delete_topic_v1(%(topic_id)s, %(force)s)
 
 -- name: topic_by_name
 SELECT topic_id, name, partitions, retention_seconds, retention_bytes, ttl_seconds,
-       max_message_bytes, created_at
+       max_message_bytes, created_at, backlog_quota_bytes, backlog_quota_seconds,
+       backlog_quota_policy
   FROM txnq.topics WHERE name = %(name)s
 
 -- name: topic_partition_count
@@ -20,7 +21,8 @@ SELECT partitions FROM txnq.topics WHERE topic_id = %(topic_id)s
 
 -- name: list_topics
 SELECT t.topic_id, t.name, t.partitions, t.retention_seconds, t.retention_bytes, t.ttl_seconds,
-       t.max_message_bytes, t.created_at,
+       t.max_message_bytes, t.created_at, t.backlog_quota_bytes, t.backlog_quota_seconds,
+       t.backlog_quota_policy,
        coalesce(sum(h.next_offset), 0)::bigint AS entries,
        (SELECT count(*) FROM txnq.subscriptions s WHERE s.topic_id = t.topic_id) AS subscriptions
   FROM txnq.topics t
