@@ -37,7 +37,6 @@ SQLSTATE_ERRORS: dict[str, type[errors.TxnqError]] = {
     "TQ013": errors.TransactionEndedError,
     "TQ014": errors.TransactionNotFoundError,
     "TQ015": errors.TransactionTimedOutError,
-    "TQ020": errors.GcBusyError,
     "TQ016": errors.BacklogQuotaExceededError,  # policy producer_error
     "TQ017": errors.BacklogQuotaExceededError,  # policy producer_hold: the producer waits first
 }

@@ -192,7 +192,8 @@ $$;
 -- for), the live rows the target lacks are copied here, under the lock.
 -- Locks: ACCESS EXCLUSIVE on txnq.entries for the detach (waits for running
 --   statements on entries, and new ones wait for it, up to p_lock_timeout;
---   then TQ020 and nothing changed), held only until the caller commits.
+--   then TQ020 and nothing changed; txnq.lifecycle reports the log as busy and
+--   the next run resumes), held only until the caller commits.
 -- Returns the rows copied under the lock (normally 0).
 CREATE OR REPLACE FUNCTION txnq.compaction_swap_v1(
     p_target integer, p_source_rows bigint, p_lock_timeout text DEFAULT '2s'
