@@ -13,6 +13,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from psycopg import sql as psycopg_sql
 from sqlalchemy import Connection
 
 from txnq.errors import SchemaOutdatedError
@@ -33,6 +34,16 @@ UPDATE txnq.config
        backlog_quota_default_limit_seconds = %(backlog_quota_default_limit_seconds)s,
        backlog_quota_default_policy = %(backlog_quota_default_policy)s,
        updated_at = now()
+"""
+
+
+#: The newest ``txnq.grant_roles_vN()`` (revision 0007 and later), if any.
+NEWEST_GRANT_ROLES = """
+SELECT p.proname FROM pg_catalog.pg_proc p
+ WHERE p.pronamespace = to_regnamespace('txnq') AND p.pronargs = 0
+   AND p.proname ~ '^grant_roles_v[0-9]+$'
+ ORDER BY substring(p.proname FROM '[0-9]+$')::integer DESC
+ LIMIT 1
 """
 
 
@@ -82,6 +93,7 @@ def upgrade(dsn: str, revision: str = "head", settings: Settings | None = None) 
             config = alembic_config(dsn)
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
+            grant_roles(connection)
             if settings is not None and current_revision(connection) == head_revision():
                 publish_settings(connection, settings)
             connection.commit()
@@ -89,6 +101,20 @@ def upgrade(dsn: str, revision: str = "head", settings: Settings | None = None) 
     finally:
         engine.dispose()
     return now or "base"
+
+
+def grant_roles(connection: Connection) -> None:
+    """Grant the txnq roles (txnq_admin, txnq_client, txnq_worker, txnq_reader)
+    what they may do on every object of schema txnq, by the rules of the newest
+    ``txnq.grant_roles_vN()`` (sql/schema/0007_roles.sql). Runs after every
+    upgrade, so objects of later revisions are covered without grants of their
+    own; before revision 0007 there is no such function and nothing happens."""
+    driver_connection: Any = connection.connection.driver_connection
+    row = driver_connection.execute(NEWEST_GRANT_ROLES).fetchone()
+    if row is not None:
+        driver_connection.execute(
+            psycopg_sql.SQL("SELECT {}()").format(psycopg_sql.Identifier("txnq", row[0]))
+        )
 
 
 def publish_settings(connection: Connection, settings: Settings) -> None:

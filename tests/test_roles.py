@@ -1,0 +1,202 @@
+"""The PostgreSQL roles of revision 0007 (sql/schema/0007_roles.sql): each
+does what it is for and nothing more. Every test logs in as a temporary LOGIN
+role that is a member of one txnq role only, and is not a superuser.
+
+Roles are cluster-wide and tests run in parallel databases of one server:
+the login roles have unique names and are dropped afterwards (they own
+nothing, so DROP ROLE needs no REASSIGN).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from psycopg import errors as pg_errors
+from psycopg import sql as pgsql
+from psycopg.conninfo import make_conninfo
+
+import txnq
+from tests.helpers import receive_messages, sql_value
+from txnq import migrate
+
+FAST = {"poll_interval": 0.05}
+TXNQ_ROLES = ("txnq_admin", "txnq_client", "txnq_worker", "txnq_reader")
+
+
+def dsn_as_user(dsn: str, user: str, password: str) -> str:
+    parts = urlsplit(dsn)
+    if parts.scheme in ("postgresql", "postgres"):
+        host = parts.netloc.rsplit("@", 1)[-1]
+        return urlunsplit(
+            parts._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}")
+        )
+    return make_conninfo(dsn, user=user, password=password)
+
+
+@pytest.fixture
+def login_as(dsn: str) -> Iterator[Callable[[str], str]]:
+    """``login_as("txnq_client")``: the DSN of a new LOGIN role granted that role only."""
+    created: list[str] = []
+
+    def make(group: str) -> str:
+        name = f"txnq_test_{group.removeprefix('txnq_')}_{uuid.uuid4().hex[:10]}"
+        password = uuid.uuid4().hex  # whether or not the server asks for one
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {}").format(
+                    pgsql.Identifier(name), pgsql.Literal(password), pgsql.Identifier(group)
+                )
+            )
+        created.append(name)
+        return dsn_as_user(dsn, name, password)
+
+    yield make
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in created:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (name,),
+            )
+            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(name)))
+
+
+def denied(conn: psycopg.Connection, statements: list[str]) -> None:
+    """Each statement fails for want of privilege (in its own transaction)."""
+    for statement in statements:
+        with pytest.raises(pg_errors.InsufficientPrivilege), conn.transaction():
+            conn.execute(statement)
+
+
+def test_the_roles_exist_cannot_log_in_and_admin_owns_the_schema(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        roles = conn.execute(
+            "SELECT rolname, rolcanlogin, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles "
+            "WHERE rolname = ANY(%s) ORDER BY rolname",
+            (list(TXNQ_ROLES),),
+        ).fetchall()
+        assert roles == [(name, False, False, False, False) for name in sorted(TXNQ_ROLES)]
+        owners = conn.execute(
+            "SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class "
+            "WHERE relnamespace = 'txnq'::regnamespace AND relkind IN ('r', 'p', 'v', 'S')"
+            " UNION SELECT DISTINCT pg_get_userbyid(proowner) FROM pg_proc "
+            "WHERE pronamespace = 'txnq'::regnamespace"
+            " UNION SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'txnq'"
+        ).fetchall()
+        assert owners == [("txnq_admin",)]
+
+
+def test_txnq_client_produces_consumes_and_commits_but_cannot_change_the_schema(
+    dsn: str, login_as: Callable[[str], str]
+) -> None:
+    client_dsn = login_as("txnq_client")
+    with txnq.Client(client_dsn) as client:
+        client.admin.create_topic("orders", partitions=2)
+        client.admin.create_topic("results")
+        consumer = client.subscribe("orders", "billing", initial_position="earliest", **FAST)
+        with client.producer("orders") as producer:
+            for i in range(4):
+                producer.send(f"m{i}", key=f"k{i}")
+        # An append that finds the entry log full rolls it: DDL on txnq.entries,
+        # which the client may do only through roll_entry_log_v1 (runs as its owner).
+        with psycopg.connect(client_dsn, autocommit=True) as conn:
+            assert conn.execute("SELECT txnq.roll_entry_log_v1(true)").fetchone() == (2,)
+        messages = receive_messages(consumer, 4)
+        with client.producer("results") as results:
+            with client.new_transaction() as txn:
+                for message in messages:
+                    results.send(message.value, txn=txn)
+                    consumer.acknowledge(message, txn=txn)
+            assert txn.state == "COMMITTED"
+        out = client.subscribe("results", "audit", initial_position="earliest", **FAST)
+        assert sorted(m.value for m in receive_messages(out, 4)) == [b"m0", b"m1", b"m2", b"m3"]
+
+    # The rows landed in the entry log the client rolled to, a partition that
+    # txnq_admin created after the migration: default privileges granted it.
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.entries_000002") >= 5
+    with psycopg.connect(client_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM txnq.entries_000002").fetchone()[0] >= 5
+        assert conn.execute("SELECT tc_count FROM txnq.config").fetchone() == (16,)
+        denied(
+            conn,
+            [
+                "DROP TABLE txnq.entries",
+                "DROP TABLE txnq.entries_000002",
+                "TRUNCATE txnq.topics",
+                "ALTER TABLE txnq.topics ADD COLUMN x integer",
+                "CREATE TABLE txnq.mine (x integer)",
+                "CREATE INDEX ON txnq.entries (publish_time)",
+                "DROP FUNCTION txnq.append_v3",
+                "CREATE OR REPLACE FUNCTION txnq.f() RETURNS integer LANGUAGE sql AS 'SELECT 1'",
+                "ALTER TABLE txnq.entries DETACH PARTITION txnq.entries_000001",
+                "UPDATE txnq.config SET tc_count = 1",  # server settings: migrate's
+                "UPDATE txnq.alembic_version SET version_num = '0001'",
+                "SELECT txnq.grant_roles_v1()",
+            ],
+        )
+        assert conn.execute("SELECT version_num FROM txnq.alembic_version").fetchone() == (
+            migrate.head_revision(),
+        )
+
+
+def test_txnq_reader_reads_views_and_cannot_insert(
+    dsn: str, login_as: Callable[[str], str]
+) -> None:
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("orders")
+    with psycopg.connect(login_as("txnq_reader"), autocommit=True) as conn:
+        assert conn.execute("SELECT topic FROM txnq.topic_status").fetchall() == [("orders",)]
+        denied(
+            conn,
+            [
+                "INSERT INTO txnq.topics (name) VALUES ('x')",
+                "SELECT * FROM txnq.entries",
+                "SELECT * FROM txnq.topics",
+                "DELETE FROM txnq.gc_history",
+                "SELECT txnq.roll_entry_log_v1(true)",  # SECURITY DEFINER: not for PUBLIC
+                "CREATE TABLE txnq.mine (x integer)",
+            ],
+        )
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.topics") == 1
+
+
+def test_txnq_worker_publishes_settings_but_cannot_change_the_schema(
+    dsn: str, login_as: Callable[[str], str]
+) -> None:
+    with psycopg.connect(login_as("txnq_worker"), autocommit=True) as conn:
+        conn.execute("UPDATE txnq.config SET updated_at = now()")
+        conn.execute("SELECT * FROM txnq.abort_timed_out_v1(10)")
+        denied(
+            conn,
+            [
+                "DROP TABLE txnq.transactions",
+                "CREATE TABLE txnq.mine (x integer)",
+                "UPDATE txnq.alembic_version SET version_num = '0001'",
+            ],
+        )
+
+
+def test_objects_of_a_later_revision_are_granted_by_the_next_migrate(
+    dsn: str, login_as: Callable[[str], str]
+) -> None:
+    """What revision 0008+ adds needs no grants of its own: migrate grants it."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE txnq.later_feature (id bigserial PRIMARY KEY, note text)")
+        conn.execute("CREATE VIEW txnq.later_status AS SELECT count(*) AS n FROM txnq.topics")
+        conn.execute(
+            "CREATE FUNCTION txnq.later_v1() RETURNS integer LANGUAGE sql AS 'SELECT 42'"
+        )
+    migrate.upgrade(dsn)  # at head already: only the grants run
+    assert sql_value(
+        dsn, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'txnq.later_feature'::regclass"
+    ) == "txnq_admin"
+    with psycopg.connect(login_as("txnq_client"), autocommit=True) as conn:
+        conn.execute("INSERT INTO txnq.later_feature (note) VALUES ('ok')")
+        assert conn.execute("SELECT txnq.later_v1()").fetchone() == (42,)
+        denied(conn, ["DROP TABLE txnq.later_feature"])
+    with psycopg.connect(login_as("txnq_reader"), autocommit=True) as conn:
+        assert conn.execute("SELECT n FROM txnq.later_status").fetchone() == (0,)
+        denied(conn, ["SELECT * FROM txnq.later_feature"])
