@@ -186,13 +186,16 @@ def test_objects_of_a_later_revision_are_granted_by_the_next_migrate(
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE txnq.later_feature (id bigserial PRIMARY KEY, note text)")
         conn.execute("CREATE VIEW txnq.later_status AS SELECT count(*) AS n FROM txnq.topics")
-        conn.execute(
-            "CREATE FUNCTION txnq.later_v1() RETURNS integer LANGUAGE sql AS 'SELECT 42'"
-        )
+        conn.execute("CREATE FUNCTION txnq.later_v1() RETURNS integer LANGUAGE sql AS 'SELECT 42'")
     migrate.upgrade(dsn)  # at head already: only the grants run
-    assert sql_value(
-        dsn, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'txnq.later_feature'::regclass"
-    ) == "txnq_admin"
+    assert (
+        sql_value(
+            dsn,
+            "SELECT pg_get_userbyid(relowner) FROM pg_class "
+            "WHERE oid = 'txnq.later_feature'::regclass",
+        )
+        == "txnq_admin"
+    )
     with psycopg.connect(login_as("txnq_client"), autocommit=True) as conn:
         conn.execute("INSERT INTO txnq.later_feature (note) VALUES ('ok')")
         assert conn.execute("SELECT txnq.later_v1()").fetchone() == (42,)

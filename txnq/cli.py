@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import logging
+import os
 import re
 import signal
 import threading
@@ -115,7 +115,9 @@ _SQLALCHEMY_LINK = re.compile(r"\s*\(Background on this error at: [^)]*\)")
 def _fail(message: str) -> NoReturn:
     """Print the error as one red line and exit with code 1. Details that follow
     on further lines (e.g. the tail of the embedded server's log) come dim below."""
-    first, _, details = _SQLALCHEMY_LINK.sub("", message).strip().partition("\n")
+    from txnq.logs import redact
+
+    first, _, details = redact(_SQLALCHEMY_LINK.sub("", message)).strip().partition("\n")
     err_console.print(
         f"error: {first}", style="bold red", markup=False, highlight=False, soft_wrap=True
     )
@@ -161,6 +163,12 @@ gc_app = typer.Typer(
 app.add_typer(gc_app, name="gc")
 app.add_typer(server_app, name="server")
 app.add_typer(worker_app, name="worker")
+config_app = typer.Typer(
+    help="The effective settings: flags, then TXNQ_* variables, then the config file, "
+    "then defaults.",
+    no_args_is_help=True,
+)
+app.add_typer(config_app, name="config")
 
 # -- shared options -----------------------------------------------------------
 
@@ -207,6 +215,16 @@ HomeOption = Annotated[
 LogLevelOption = Annotated[
     Literal["DEBUG", "INFO", "WARNING", "ERROR"],
     typer.Option("--log-level", case_sensitive=False, help="Logging level of the workers."),
+]
+LogFormatOption = Annotated[
+    Literal["auto", "json", "text"] | None,
+    typer.Option(
+        "--log-format",
+        case_sensitive=False,
+        show_default=False,
+        help="Log lines as JSON or text; auto: JSON unless standard error is a terminal. "
+        "Default: TXNQ_LOG_FORMAT, else auto.",
+    ),
 ]
 
 
@@ -267,8 +285,20 @@ def _root(
             "--version", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            show_default=False,
+            dir_okay=False,
+            help="Read settings from this TOML file (sets TXNQ_CONFIG). Default: TXNQ_CONFIG, "
+            "else ./txnq.toml if present. Flags beat TXNQ_* variables, which beat the file.",
+        ),
+    ] = None,
 ) -> None:
-    pass
+    if config is not None:
+        os.environ["TXNQ_CONFIG"] = str(config)
 
 
 # -- helpers: connecting ------------------------------------------------------
@@ -595,30 +625,19 @@ def _progress() -> Progress:
     )
 
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-def _configure_logging(level: str) -> None:
-    """txnq's loggers (workers) to standard error: through rich on a terminal,
-    as plain one-line records otherwise (docker logs, systemd, files), so a
-    log collector never sees records wrapped at 80 columns."""
+def _configure_logging(level: str, log_format: str | None = None) -> None:
+    """txnq's loggers (workers) to standard error: JSON lines when it is not a
+    terminal (docker logs, systemd, files: what a log collector parses), through
+    rich on a terminal; LOG_FORMAT / --log-format overrides (txnq/logs.py).
+    Passwords in DSNs are masked either way."""
     from rich.logging import RichHandler
 
-    handler: logging.Handler
-    if err_console.is_terminal:
-        handler = RichHandler(
-            console=err_console, show_path=False, markup=False, rich_tracebacks=True
-        )
-    else:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    handler.set_name("txnq-cli")
-    for name, logger_level in (("txnq", level.upper()), ("apscheduler", "WARNING")):
-        logger = logging.getLogger(name)
-        if not any(h.get_name() == "txnq-cli" for h in logger.handlers):
-            logger.addHandler(handler)
-        logger.setLevel(logger_level)
-        logger.propagate = False
+    from txnq.logs import configure
+
+    rich_handler = RichHandler(
+        console=err_console, show_path=False, markup=False, rich_tracebacks=True
+    )
+    configure(level, log_format, text_handler=rich_handler if err_console.is_terminal else None)
 
 
 # -- txnq migrate ---------------------------------------------------------------
@@ -1553,17 +1572,22 @@ def subscriptions_delete(
 def worker_scheduler(
     dsn: DsnOption = None,
     log_level: LogLevelOption = "INFO",
+    log_format: LogFormatOption = None,
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = None,
 ) -> None:
     """Run the scheduler worker (transaction timeouts, entry-log rollover, TTL,
     retention, GC) until Ctrl-C or SIGTERM. Any number may run: each job runs in
     one process at a time. --metrics-port serves Prometheus metrics (job durations,
-    failures, and the database's rates, backlogs and transactions)."""
+    failures, and the database's rates, backlogs and transactions) and /healthz.
+    On SIGTERM it waits for the job runs in progress, at most
+    SHUTDOWN_TIMEOUT_SECONDS (20s)."""
     from txnq.workers.scheduler import Scheduler
 
-    _configure_logging(log_level)
-    settings = load_settings(metrics_port=metrics_port, metrics_host=metrics_host)
+    settings = load_settings(
+        metrics_port=metrics_port, metrics_host=metrics_host, log_format=log_format
+    )
+    _configure_logging(log_level, settings.log_format)
     Scheduler(dsn or None, settings=settings).run_forever()
 
 
@@ -1571,35 +1595,81 @@ def worker_scheduler(
 def worker_coordinator(
     dsn: DsnOption = None,
     log_level: LogLevelOption = "INFO",
+    log_format: LogFormatOption = None,
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = None,
 ) -> None:
     """Run a coordinator worker until Ctrl-C or SIGTERM: it finishes decided
     transactions (COMMIT/ABORT markers, pending acks) of the coordinators it holds.
-    Start several: they split the coordinators and take over a dead one's within
-    seconds. --metrics-port serves Prometheus metrics (its leases and completions,
-    and the database's rates, backlogs and transactions)."""
-    from txnq.metrics import serve
-    from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
-    from txnq.workers.scheduler import StopSignal
+    Start several: they split the coordinators evenly and take over a dead one's
+    within seconds. --metrics-port serves Prometheus metrics (its leases and
+    completions, and the database's rates, backlogs and transactions) and /healthz.
+    On SIGTERM it finishes the step in progress and unlocks its leases, within
+    SHUTDOWN_TIMEOUT_SECONDS (20s)."""
+    from txnq.workers.coordinator import run_coordinator
 
-    _configure_logging(log_level)
+    settings = load_settings(
+        metrics_port=metrics_port, metrics_host=metrics_host, log_format=log_format
+    )
+    _configure_logging(log_level, settings.log_format)
     with _client(dsn) as client:  # resolves the DSN and checks the schema
         where = client.dsn
-        settings = client.settings.replace(metrics_port=metrics_port, metrics_host=metrics_host)
-    metrics = serve(where, settings)
-    try:
-        with StopSignal() as stop:
-            thread = CoordinatorThread(CoordinatorWorker(where, settings, metrics=metrics)).start()
-            _note(f"coordinator worker {thread.worker.name} running; stop with Ctrl-C or SIGTERM")
-            try:
-                received = stop.wait()
-                _note(f"Stopping ({received})...")
-            finally:
-                thread.stop()
-    finally:
-        if metrics is not None:
-            metrics.stop()
+    run_coordinator(where, settings, announce=_note if err_console.is_terminal else None)
+
+
+# -- txnq config ----------------------------------------------------------------
+
+
+@config_app.command("show")
+def config_show(
+    dsn: Annotated[
+        str | None,
+        typer.Option("--dsn", metavar="URL", show_default=False, help="As a worker's --dsn."),
+    ] = None,
+    log_format: LogFormatOption = None,
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the effective settings and where each comes from (flag, env TXNQ_<NAME>,
+    file, default), as a process started with the same flags and environment sees
+    them. Secrets are masked (a DSN's password). An unusable value fails here with
+    the setting's name, as it would at a worker's start."""
+    from dataclasses import asdict
+
+    from txnq.logs import mask_dsn
+    from txnq.settings import SECRET_SETTINGS, config_file_path, resolve_settings
+
+    settings, sources = resolve_settings(
+        dsn=dsn or None,
+        log_format=log_format,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+    )
+    values = asdict(settings)
+    for name in SECRET_SETTINGS:
+        values[name] = mask_dsn(values[name])
+    path = config_file_path()
+    if as_json:
+        _print_json(
+            {
+                "config_file": str(path) if path is not None else None,
+                "settings": {
+                    name: {"value": value, "source": sources[name], "env": f"TXNQ_{name.upper()}"}
+                    for name, value in values.items()
+                },
+            }
+        )
+        return
+    rows = [
+        [name.upper(), "unset" if value is None else value, sources[name]]
+        for name, value in values.items()
+    ]
+    _print_tables(_table("Settings", ["Setting", "Value", "Source"], rows))
+    _note(
+        f"Config file: {path if path is not None else 'none (no TXNQ_CONFIG, no ./txnq.toml)'}; "
+        "environment variables are TXNQ_<SETTING>."
+    )
 
 
 # -- txnq txn -------------------------------------------------------------------

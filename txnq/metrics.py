@@ -15,6 +15,11 @@ A worker started with ``--metrics-port N`` (or ``TXNQ_METRICS_PORT``) serves
   One scrape is two statements in one read-only transaction on the endpoint's
   own connection, under a statement and a lock timeout, and never reads
   ``txnq.entries`` (sql/queries/metrics.sql).
+- **Health** at ``/healthz`` on the same port (:meth:`MetricsServer.add_health`):
+  200 and ``{"status": "ok", ...}`` when every check the workers of the
+  process registered passes (connected to PostgreSQL, leases confirmed), 503
+  and ``"status": "unavailable"`` with each check's details otherwise; for an
+  orchestrator's liveness/readiness probe or a load balancer.
 - **From the process**: the scheduler's job runs (:class:`JobMetrics`), a
   coordinator worker's leases and completions (:class:`CoordinatorCollector`),
   and prometheus_client's process and Python collectors.
@@ -26,11 +31,14 @@ same database-derived series appear once per worker: aggregate them with
 
 from __future__ import annotations
 
+import json
 import logging
+import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import psycopg
 from prometheus_client import (
@@ -38,7 +46,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
-    start_http_server,
+    make_wsgi_app,
 )
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -46,6 +54,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -572,6 +581,48 @@ class CoordinatorCollector(Collector):
 
 # -- the endpoint ---------------------------------------------------------------
 
+#: A health check: returns (healthy, details for the /healthz body).
+HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log on standard error: the workers' log stays theirs."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _wsgi_app(registry: CollectorRegistry, checks: dict[str, HealthCheck]) -> Any:
+    metrics_app = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "/").rstrip("/") != "/healthz":
+            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
+        results: dict[str, Any] = {}
+        healthy = True
+        for name, check in list(checks.items()):
+            try:
+                ok, details = check()
+            except Exception as exc:  # a check that fails is a failed check
+                ok, details = False, {"error": f"{type(exc).__name__}: {exc}"}
+            healthy = healthy and ok
+            results[name] = {"ok": ok, **details}
+        body = json.dumps(
+            {"status": "ok" if healthy else "unavailable", "checks": results}, default=str
+        ).encode()
+        status = "200 OK" if healthy else "503 Service Unavailable"
+        start_response(
+            status,
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                ("Cache-Control", "no-store"),
+            ],
+        )
+        return [body]
+
+    return app
+
 
 class MetricsServer:
     """The HTTP endpoint: ``start()`` binds ``host:port`` (port 0: a free one,
@@ -590,6 +641,7 @@ class MetricsServer:
         PlatformCollector(registry=self.registry)
         self.registry.register(GC_COLLECTOR)
         self._jobs: JobMetrics | None = None
+        self._checks: dict[str, HealthCheck] = {}
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -614,13 +666,35 @@ class MetricsServer:
     def add_coordinator(self, worker: _Coordinator) -> None:
         self.registry.register(CoordinatorCollector(worker))
 
+    def add_health(self, name: str, check: HealthCheck) -> None:
+        """Make ``check`` part of ``/healthz`` (under ``name``)."""
+        self._checks[name] = check
+
+    @property
+    def health_url(self) -> str:
+        return self.url.removesuffix("/metrics") + "/healthz"
+
     def start(self) -> MetricsServer:
         if self._server is not None:
             return self
         try:
-            self._server, self._thread = start_http_server(
-                self.requested_port, addr=self.host, registry=self.registry
+            family, _, _, _, sockaddr = socket.getaddrinfo(
+                self.host, self.requested_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )[0]
+
+            class Server(ThreadingWSGIServer):
+                address_family = family
+
+            server = make_server(
+                str(sockaddr[0]),
+                self.requested_port,
+                _wsgi_app(self.registry, self._checks),
+                Server,
+                handler_class=_QuietHandler,
             )
+            thread = threading.Thread(target=server.serve_forever, name="txnq-metrics", daemon=True)
+            thread.start()
+            self._server, self._thread = server, thread
         except OSError as exc:
             reason = exc.strerror or str(exc) or type(exc).__name__
             raise errors.ConfigurationError(
@@ -629,7 +703,7 @@ class MetricsServer:
                 "TXNQ_METRICS_HOST), or stop what uses that port"
             ) from None
         self.database.start()
-        log.info("metrics on %s", self.url)
+        log.info("metrics on %s, health on %s", self.url, self.health_url)
         return self
 
     def stop(self) -> None:

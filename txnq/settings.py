@@ -3,8 +3,14 @@ config file and, where it matters, a CLI flag. The names are part of the
 contract (DESIGN.md, "Settings").
 
 Precedence, highest first: explicit keyword arguments (CLI flags), environment
-variables, the config file (``TXNQ_CONFIG`` or ``./txnq.toml``; keys are the
-names in lower case, e.g. ``tc_count = 16``), then the defaults below.
+variables, the config file (``TXNQ_CONFIG``, ``txnq --config FILE``, or
+``./txnq.toml``; keys are the names in lower case, e.g. ``tc_count = 16``,
+at the top level or under ``[txnq]``), then the defaults below.
+
+An unusable value stops the process at start with an error that names the
+setting and its environment variable. ``txnq config show`` prints the
+effective settings and where each came from (:func:`resolve_settings`), with
+the secrets (:data:`SECRET_SETTINGS`) masked.
 """
 
 from __future__ import annotations
@@ -74,6 +80,16 @@ class Settings:
     backlog_quota_default_policy: str = "producer_hold"
     backlog_quota_check_interval_seconds: float = 60.0
     backlog_quota_hold_timeout_seconds: float = 30.0
+    # Workers as services (docs/operations.md): log lines as JSON, text or
+    # auto (JSON unless standard error is a terminal); how long a worker
+    # stopping on SIGTERM may take to finish or hand back its work before it
+    # exits anyway (below the orchestrator's grace period: compose gives 30s);
+    # how long a coordinator worker acts on a lease it has not confirmed
+    # (it confirms every POLL_INTERVAL_SECONDS; a connection silent this long
+    # is given up, and the leases with it).
+    log_format: str = "auto"
+    shutdown_timeout_seconds: float = 20.0
+    coordinator_lease_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.gc_minor_threshold < self.gc_major_threshold <= 1:
@@ -119,9 +135,24 @@ class Settings:
                 f"BACKLOG_QUOTA_DEFAULT_POLICY must be one of {', '.join(POLICIES)}, "
                 f"got {self.backlog_quota_default_policy!r}"
             )
-        for name in ("backlog_quota_check_interval_seconds", "backlog_quota_hold_timeout_seconds"):
+        for name in (
+            "backlog_quota_check_interval_seconds",
+            "backlog_quota_hold_timeout_seconds",
+            "shutdown_timeout_seconds",
+            "poll_interval_seconds",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"{name.upper()} must be longer than zero")
+        if self.log_format not in ("auto", "json", "text"):
+            raise ConfigurationError(
+                f"LOG_FORMAT must be one of auto, json, text, not {self.log_format!r}"
+            )
+        if self.coordinator_lease_seconds < 2 * self.poll_interval_seconds:
+            raise ConfigurationError(
+                f"COORDINATOR_LEASE_SECONDS ({self.coordinator_lease_seconds:g}s) must be at "
+                f"least twice POLL_INTERVAL_SECONDS ({self.poll_interval_seconds:g}s): a worker "
+                "confirms its leases once per poll interval"
+            )
 
     def replace(self, **changes: Any) -> Settings:
         return load_settings(base=self, **changes)
@@ -165,13 +196,25 @@ def _coerce(name: str, value: Any) -> Any:
         raise ConfigurationError(f"{where} has an unusable value {value!r}: {exc}") from None
 
 
-def _config_file_values() -> dict[str, Any]:
+#: Settings whose values are secret: shown masked (a DSN's password).
+SECRET_SETTINGS = frozenset({"dsn"})
+
+
+def config_file_path() -> Path | None:
+    """The config file in use: TXNQ_CONFIG, else ./txnq.toml if it exists."""
     explicit = os.environ.get("TXNQ_CONFIG")
-    path = Path(explicit) if explicit else Path("txnq.toml")
-    if not path.exists():
-        if explicit:
-            raise ConfigurationError(f"TXNQ_CONFIG names {path}, which does not exist")
+    if explicit:
+        return Path(explicit)
+    default = Path("txnq.toml")
+    return default if default.exists() else None
+
+
+def _config_file_values() -> dict[str, Any]:
+    path = config_file_path()
+    if path is None:
         return {}
+    if not path.exists():
+        raise ConfigurationError(f"TXNQ_CONFIG names {path}, which does not exist")
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
@@ -188,16 +231,32 @@ def _config_file_values() -> dict[str, Any]:
 
 def load_settings(base: Settings | None = None, **overrides: Any) -> Settings:
     """Resolve settings from overrides, environment, config file and defaults."""
+    return resolve_settings(base, **overrides)[0]
+
+
+def resolve_settings(
+    base: Settings | None = None, **overrides: Any
+) -> tuple[Settings, dict[str, str]]:
+    """The settings, and where each came from: ``default``, ``file <path>``,
+    ``env TXNQ_<NAME>``, ``flag`` (an override) or ``base``."""
     known = {f.name for f in fields(Settings)}
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ConfigurationError(f"unknown settings {unknown}; known: {sorted(known)}")
     values: dict[str, Any] = dataclasses.asdict(base) if base else {}
+    sources = dict.fromkeys(known, "base" if base else "default")
     if base is None:
-        values.update(_config_file_values())
+        path = config_file_path()
+        for name, value in _config_file_values().items():
+            values[name] = value
+            sources[name] = f"file {path}"
         for name in known:
             env = os.environ.get(f"TXNQ_{name.upper()}")
             if env is not None and env != "":
                 values[name] = env
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return Settings(**{k: _coerce(k, v) for k, v in values.items()})
+                sources[name] = f"env TXNQ_{name.upper()}"
+    for name, value in overrides.items():
+        if value is not None:
+            values[name] = value
+            sources[name] = "flag"
+    return Settings(**{k: _coerce(k, v) for k, v in values.items()}), sources

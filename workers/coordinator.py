@@ -6,10 +6,18 @@ decided transactions of the transaction coordinators it owns.
 Ownership of a coordinator is a lease: a session-level advisory lock on this
 worker's session connection (sql/queries/coordinator.sql). Every worker also
 holds a membership lock, so each can count the live workers and hold its fair
-share, ``ceil(coordinators / workers)``: start three workers and the 16
-coordinators split 6/6/4; stop one (or kill it: PostgreSQL drops its locks with
+share (the shares differ by one at most): start three workers and the 16
+coordinators split 6/5/5; stop one (or kill it: PostgreSQL drops its locks with
 its session) and the others take its coordinators over at their next
 rebalance, within ``poll_interval`` seconds.
+
+A worker never acts on a lease it cannot renew: every rebalance (each poll
+interval) asks PostgreSQL which leases its session holds, and it runs a marker
+phase step only for those, and only until ``COORDINATOR_LEASE_SECONDS`` after
+the last answer; a session that went silent fails within about that long
+(TCP keepalives and user timeout), and the worker reconnects with backoff and
+starts over. On SIGTERM it finishes the step in progress, unlocks its leases
+and exits, within ``SHUTDOWN_TIMEOUT_SECONDS`` (docs/operations.md).
 
 Work comes from the transaction log: transactions in state COMMITTING or
 ABORTING of an owned coordinator. A client runs the marker phase of its own
@@ -33,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import random
 import select
@@ -44,16 +51,22 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from txnq import errors
 from txnq.failpoints import failpoint
 from txnq.metrics import MetricsServer, serve
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
-from txnq.storage import connect, scalar
+from txnq.storage import libpq_dsn, scalar
 from txnq.transaction import TxnId, run_marker_phase
 
 log = logging.getLogger("txnq.workers.coordinator")
+
+
+class LeaseLostError(errors.TxnqError):
+    """The worker's session no longer holds what the worker thought: start over."""
+
 
 #: Decided transactions handled per scan.
 BATCH = 100
@@ -78,17 +91,30 @@ class CoordinatorWorker:
         self.poll_interval = (
             self.settings.poll_interval_seconds if poll_interval is None else poll_interval
         )
+        self.lease_seconds = max(self.settings.coordinator_lease_seconds, 2 * self.poll_interval)
         self.grace_seconds = grace_seconds
         self.owned: set[int] = set()
+        self.share = 0
         self.completed = 0
         self._member_key = random.randrange(1, 1 << 31)
         self._conn: psycopg.Connection[Any] | None = None
+        self._stop: threading.Event | None = None
+        # Monotonic time until which the leases in self.owned may be acted on:
+        # set when PostgreSQL confirmed them, lease_seconds after the question.
+        self._lease_deadline = 0.0
+        self._confirmed_at: float | None = None
+        self._last_error: str | None = None
         if metrics is not None:
             metrics.add_coordinator(self)
+            metrics.add_health("coordinator", self.health)
 
     # -- the loop -------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
+        """Serve until ``stop`` is set, reconnecting with backoff (0.5 s doubling
+        to 10 s, with jitter) whenever PostgreSQL goes away; on ``stop``, finish
+        the transaction step in progress and hand every lease back."""
+        self._stop = stop
         backoff = 0.5
         while not stop.is_set():
             try:
@@ -99,15 +125,40 @@ class CoordinatorWorker:
                     self.rebalance()
                     self.work(grace=0.0 if urgent else self.grace_seconds)
                     urgent = self._wait(stop)
-            except (psycopg.OperationalError, errors.ServerUnavailableError) as exc:
-                log.warning("lost PostgreSQL (%s); reconnecting in %.1fs", exc, backoff)
-                self._disconnect()
-                stop.wait(backoff)
+            except (psycopg.OperationalError, errors.ServerUnavailableError, LeaseLostError) as exc:
+                self._last_error = str(exc).strip().splitlines()[0] if str(exc) else repr(exc)
+                delay = backoff * random.uniform(0.8, 1.2)
+                log.warning(
+                    "%s lost PostgreSQL (%s); reconnecting in %.1fs",
+                    self.name,
+                    self._last_error,
+                    delay,
+                )
+                self._disconnect(reason="connection lost")
+                stop.wait(delay)
                 backoff = min(backoff * 2, 10.0)
-        self._disconnect()
+        self._disconnect(reason="stopping")
 
     def _connect(self) -> None:
-        conn = connect(self.dsn, application_name="txnq-coordinator")
+        # TCP keepalives and a user timeout: a connection whose peer went
+        # silent fails within about a lease, rather than when the kernel
+        # gives up after many minutes, so the worker never acts for long on a
+        # session PostgreSQL may already have ended.
+        lease_ms = int(self.lease_seconds * 1000)
+        try:
+            conn = psycopg.connect(
+                libpq_dsn(self.dsn),
+                autocommit=True,
+                application_name="txnq-coordinator",
+                connect_timeout=max(2, int(self.lease_seconds)),
+                keepalives=1,
+                keepalives_idle=max(1, int(self.lease_seconds / 4)),
+                keepalives_interval=1,
+                keepalives_count=3,
+                tcp_user_timeout=lease_ms,
+            )
+        except psycopg.OperationalError as exc:
+            raise errors.ServerUnavailableError(f"cannot connect to PostgreSQL: {exc}") from exc
         conn.execute("LISTEN txnq_coordinator")
         if not scalar(conn, QUERIES["coordinator_join"], {"member_key": self._member_key}):
             self._member_key = random.randrange(1, 1 << 31)  # taken: another key next time
@@ -115,18 +166,28 @@ class CoordinatorWorker:
             raise errors.ServerUnavailableError("membership key taken")
         self._conn = conn
         self.owned = set()
+        self._last_error = None
         log.info("%s joined", self.name)
 
-    def _disconnect(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()  # releases every lease with the session
-            except psycopg.Error:
-                pass
-            self._conn = None
-            if self.owned:
-                log.info("%s released coordinators %s", self.name, sorted(self.owned))
-            self.owned = set()
+    def _disconnect(self, reason: str) -> None:
+        """Hand the leases back (explicitly, then with the session) and close."""
+        conn, self._conn = self._conn, None
+        owned, self.owned = sorted(self.owned), set()
+        self._lease_deadline = 0.0
+        self._confirmed_at = None
+        if conn is None:
+            return
+        try:
+            if not conn.closed and not conn.broken:
+                conn.execute("SELECT pg_advisory_unlock_all()")
+        except psycopg.Error:
+            pass  # closing the session releases them anyway
+        try:
+            conn.close()
+        except psycopg.Error:
+            pass
+        if owned:
+            log.info("%s released coordinators %s (%s)", self.name, owned, reason)
 
     def _wait(self, stop: threading.Event) -> bool:
         """Sleep until a NOTIFY or the poll interval; True when woken by a NOTIFY."""
@@ -146,13 +207,43 @@ class CoordinatorWorker:
 
     # -- leases ---------------------------------------------------------------
 
-    def rebalance(self) -> None:
-        """Hold this worker's fair share of the coordinators: release extras, take free ones."""
+    def confirm_leases(self) -> set[int]:
+        """Ask PostgreSQL which leases this session holds; keep acting only on
+        those, until ``lease_seconds`` after the question. Raises
+        :class:`LeaseLostError` when the membership lock is gone too (the
+        session is not the one the worker thinks it is)."""
         conn = self._conn
         assert conn is not None
-        workers = max(1, int(scalar(conn, QUERIES["coordinator_live_workers"])))
+        asked = time.monotonic()
+        held = {row[0] for row in conn.execute(QUERIES["coordinator_held_leases"]).fetchall()}
+        lost = self.owned - held
+        if lost:
+            log.warning("%s no longer holds coordinators %s", self.name, sorted(lost))
+            self.owned -= lost
+        self._lease_deadline = asked + self.lease_seconds
+        self._confirmed_at = asked
+        return held
+
+    def lease_valid(self) -> bool:
+        """Whether the leases were confirmed less than ``lease_seconds`` ago."""
+        return time.monotonic() < self._lease_deadline
+
+    def rebalance(self) -> None:
+        """Hold this worker's fair share of the coordinators: release extras, take free ones.
+
+        The shares differ by one at most: with N coordinators and W live
+        workers (ordered by membership key), the first N mod W workers hold
+        ceil(N / W) and the others floor(N / W)."""
+        conn = self._conn
+        assert conn is not None
+        members = [row[0] for row in conn.execute(QUERIES["coordinator_members"]).fetchall()]
+        if self._member_key not in members:
+            raise LeaseLostError(f"{self.name}: PostgreSQL no longer has this worker's membership")
+        self.confirm_leases()
         tc_ids = [row[0] for row in conn.execute(QUERIES["coordinator_ids"]).fetchall()]
-        fair = math.ceil(len(tc_ids) / workers)
+        workers, rank = len(members), members.index(self._member_key)
+        fair = len(tc_ids) // workers + (1 if rank < len(tc_ids) % workers else 0)
+        self.share = fair
         for tc_id in sorted(self.owned, reverse=True)[: max(0, len(self.owned) - fair)]:
             conn.execute(QUERIES["coordinator_release_lease"], {"tc_id": tc_id})
             self.owned.discard(tc_id)
@@ -172,6 +263,22 @@ class CoordinatorWorker:
             )
             log.info("%s took coordinators %s", self.name, gained)
 
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """For /healthz: connected, and the leases confirmed within ``lease_seconds``."""
+        confirmed = self._confirmed_at
+        age = None if confirmed is None else round(time.monotonic() - confirmed, 3)
+        ok = self._conn is not None and self.lease_valid()
+        details: dict[str, Any] = {
+            "worker": self.name,
+            "connected": self._conn is not None,
+            "coordinators": sorted(self.owned),
+            "fair_share": self.share,
+            "leases_confirmed_seconds_ago": age,
+        }
+        if self._last_error and not ok:
+            details["error"] = self._last_error
+        return ok, details
+
     # -- work -----------------------------------------------------------------
 
     def work(self, grace: float) -> int:
@@ -188,6 +295,14 @@ class CoordinatorWorker:
                 {"tc_ids": sorted(self.owned), "grace_seconds": grace, "limit": BATCH},
             ).fetchall()
             for tc_id, txn_seq, _state in rows:
+                if self._stop is not None and self._stop.is_set():
+                    return done  # stopping: the step in progress is done, the rest is handed back
+                if not self.lease_valid():
+                    # Not confirmed for a while (a long batch): ask again, and
+                    # act only on the leases PostgreSQL says this session holds.
+                    self.confirm_leases()
+                if tc_id not in self.owned:
+                    continue
                 txn_id = TxnId(tc_id, txn_seq)
                 try:
                     state = run_marker_phase(conn, txn_id, on_step=self._on_step)
@@ -229,45 +344,92 @@ class CoordinatorThread:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Ask the loop to stop and wait for it; its leases go with its session."""
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Ask the loop to stop and wait for it, at most ``timeout`` seconds;
+        True when it stopped (its leases are unlocked). A loop still busy after
+        that (a statement PostgreSQL does not answer) is a daemon thread: its
+        session, and the leases, end with the process."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def run_coordinator(dsn: str, settings: Settings, *, announce: Any = None) -> None:
+    """Run a coordinator worker in the foreground until SIGINT or SIGTERM
+    (``txnq worker coordinator``, ``python -m txnq.workers.coordinator``), with
+    the metrics and health endpoint the settings ask for; then stop within
+    SHUTDOWN_TIMEOUT_SECONDS. ``announce`` (a callable) gets a line for the user."""
+    from txnq.workers.scheduler import StopSignal
+
+    metrics = serve(dsn, settings)
+    try:
+        with StopSignal() as stop:
+            worker = CoordinatorWorker(dsn, settings, metrics=metrics)
+            thread = CoordinatorThread(worker).start()
+            log.info(
+                "coordinator worker %s running on %s; stop with Ctrl-C or SIGTERM",
+                worker.name,
+                where(dsn),
+            )
+            if announce is not None:
+                announce(f"coordinator worker {worker.name} running; stop with Ctrl-C or SIGTERM")
+            received = stop.wait()
+            log.info(
+                "%s stopping (%s), at most %gs",
+                worker.name,
+                received,
+                settings.shutdown_timeout_seconds,
+            )
+            if thread.stop(settings.shutdown_timeout_seconds):
+                log.info("%s stopped; %s transactions completed", worker.name, worker.completed)
+            else:
+                log.warning(
+                    "%s did not stop within %gs; exiting, its leases end with its session",
+                    worker.name,
+                    settings.shutdown_timeout_seconds,
+                )
+    finally:
+        if metrics is not None:
+            metrics.stop()
+
+
+def where(dsn: str) -> str:
+    """host:port/dbname of a DSN: what a log line may say, never the password."""
+    params = conninfo_to_dict(libpq_dsn(dsn))
+    return f"{params.get('host', '?')}:{params.get('port', 5432)}/{params.get('dbname', '?')}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m txnq.workers.coordinator``: a coordinator worker in the
     foreground until SIGINT/SIGTERM (``txnq worker coordinator`` is the same)."""
-    from txnq.workers.scheduler import StopSignal, add_metrics_arguments
+    from txnq.workers.scheduler import add_metrics_arguments
+
+    from txnq.logs import configure
 
     parser = argparse.ArgumentParser(
         prog="python -m txnq.workers.coordinator", description="Run a txnq coordinator worker."
     )
-    parser.add_argument("--dsn", help="PostgreSQL URL (default: TXNQ_DSN)")
+    parser.add_argument("--dsn", metavar="URL", help="PostgreSQL URL (default: TXNQ_DSN)")
     parser.add_argument("--log-level", default="INFO", help="python logging level (INFO)")
+    parser.add_argument(
+        "--log-format", choices=("auto", "json", "text"), help="default: TXNQ_LOG_FORMAT, else auto"
+    )
     add_metrics_arguments(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
-        settings = load_settings(metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+        settings = load_settings(
+            metrics_port=args.metrics_port,
+            metrics_host=args.metrics_host,
+            log_format=args.log_format,
+        )
+        configure(args.log_level, settings.log_format)
         dsn = args.dsn or settings.dsn
         if dsn is None:
             raise errors.ConfigurationError(
                 "the coordinator worker needs a database: pass --dsn or set TXNQ_DSN"
             )
-        metrics = serve(dsn, settings)
-        try:
-            with StopSignal() as stop:
-                worker = CoordinatorWorker(dsn, settings, metrics=metrics)
-                thread = CoordinatorThread(worker).start()
-                stop.wait()
-                thread.stop()
-        finally:
-            if metrics is not None:
-                metrics.stop()
+        run_coordinator(dsn, settings)
     except errors.TxnqError as exc:
         raise SystemExit(f"error: {exc}") from None
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import threading
 import time
@@ -82,6 +83,10 @@ TXN_TIMEOUT_CHECK_SECONDS = 1.0
 #: run is bounded even when a crowd of clients vanished at once.
 TXN_TIMEOUT_BATCH = 1000
 TXN_TIMEOUT_MAX_CALLS = 20
+
+#: /healthz reports the scheduler unhealthy when it has not reached PostgreSQL
+#: for this long (the transaction-timeout job tries every second).
+HEALTH_WINDOW_SECONDS = 15.0
 
 
 @dataclass
@@ -282,16 +287,67 @@ JOBS: tuple[Job, ...] = (
 # -- running jobs -------------------------------------------------------------
 
 
+class Contact:
+    """When the scheduler last reached PostgreSQL, for /healthz and the log:
+    the first failed run of an outage is a WARNING, the others DEBUG (one job
+    runs every second), and the first success after it says PostgreSQL is back.
+    Reconnecting is per job run: a job's next run connects again, so the retry
+    interval is the job's own (1 s for transaction timeouts)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.last: float | None = None
+        self.down_since: float | None = None
+        self.error: str | None = None
+
+    def made(self) -> None:
+        with self._lock:
+            self.last = time.monotonic()
+            if self.down_since is not None:
+                log.info(
+                    "PostgreSQL is back after %.1fs; jobs run again",
+                    self.last - self.down_since,
+                )
+            self.down_since, self.error = None, None
+
+    def lost(self, job: str, exc: BaseException) -> None:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        with self._lock:
+            first = self.down_since is None
+            if first:
+                self.down_since = time.monotonic()
+            self.error = text
+        if first:
+            log.warning(
+                "job %s: skipped, PostgreSQL is unavailable (%s); each job retries at its next run",
+                job,
+                text,
+            )
+        else:
+            log.debug("job %s: skipped, PostgreSQL is still unavailable: %s", job, text)
+
+
 class _JobRunner:
     """Runs one job under its advisory lock, on a connection kept for the lock."""
 
-    def __init__(self, job: Job, client: Client, metrics: JobMetrics | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        client: Client,
+        metrics: JobMetrics | None = None,
+        contact: Contact | None = None,
+    ) -> None:
         self.job = job
         self._metrics = metrics
+        self._contact = contact or Contact()
         self._context = JobContext(client)
         self._client = client
         self._lock_conn: psycopg.Connection[Any] | None = None
         self._mutex = threading.Lock()  # a one-shot run and close() may overlap
+
+    @property
+    def busy(self) -> bool:
+        return self._mutex.locked()
 
     def __call__(self) -> None:
         with self._mutex:
@@ -306,11 +362,12 @@ class _JobRunner:
                 )
             row = self._lock_conn.execute(QUERIES["job_try_lock"], {"key": key}).fetchone()
         except (psycopg.Error, errors.TxnqError) as exc:
-            log.warning("job %s: skipped, PostgreSQL is unavailable: %s", name, exc)
+            self._contact.lost(name, exc)
             self._drop_connection()
             if self._metrics is not None:
                 self._metrics.skip(name)
             return
+        self._contact.made()
         if row is None or not row[0]:
             log.debug("job %s: skipped, another process is running it", name)
             if self._metrics is not None:
@@ -386,6 +443,7 @@ class Scheduler:
         self._own_metrics: MetricsServer | None = None
         self._runners: list[_JobRunner] = []
         self._scheduler: BackgroundScheduler | None = None
+        self.contact = Contact()
 
     @property
     def dsn(self) -> str | None:
@@ -404,6 +462,8 @@ class Scheduler:
                 self._close_connections()
                 raise
         job_metrics = self.metrics.add_jobs() if self.metrics is not None else None
+        if self.metrics is not None:
+            self.metrics.add_health("scheduler", self.health)
         scheduler = BackgroundScheduler(
             timezone=UTC,
             # A run that was due while the previous one was still going is
@@ -415,7 +475,7 @@ class Scheduler:
             for job in self.jobs:
                 if job_metrics is not None:
                     job_metrics.declare(job.name)
-                runner = _JobRunner(job, client, job_metrics)
+                runner = _JobRunner(job, client, job_metrics, self.contact)
                 self._runners.append(runner)
                 interval = job.interval(settings)
                 if interval is None:
@@ -454,17 +514,64 @@ class Scheduler:
             self.client.close()
             self.client = None
 
-    def run_forever(self) -> None:
-        """Start, run until SIGINT or SIGTERM, then shut down cleanly."""
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """For /healthz: scheduling, and PostgreSQL reached within HEALTH_WINDOW_SECONDS
+        (the transaction-timeout job asks every second)."""
+        running = self._scheduler is not None and self._scheduler.running
+        last = self.contact.last
+        age = None if last is None else round(time.monotonic() - last, 3)
+        ok = running and age is not None and age < HEALTH_WINDOW_SECONDS
+        details: dict[str, Any] = {"running": running, "postgres_reached_seconds_ago": age}
+        if self.contact.error is not None:
+            details["error"] = self.contact.error
+        return ok, details
+
+    def run_forever(self, shutdown_timeout: float | None = None) -> None:
+        """Start, run until SIGINT or SIGTERM, then shut down: wait for the job
+        runs in progress at most ``shutdown_timeout`` seconds (default
+        SHUTDOWN_TIMEOUT_SECONDS). A run still going then is abandoned: the
+        process exits, and PostgreSQL ends its sessions, which releases the
+        job's advisory lock; every job is safe to cut off (GC resumes an
+        unfinished compaction at its next run)."""
+        timeout = (
+            (self._settings or load_settings()).shutdown_timeout_seconds
+            if shutdown_timeout is None
+            else shutdown_timeout
+        )
         stop = StopSignal()
         with stop:
             self.start()
             try:
                 log.info("scheduler running on %s; stop with Ctrl-C or SIGTERM", self._where())
                 received = stop.wait()
-                log.info("scheduler stopping (%s)", received)
-            finally:
+                log.info("scheduler stopping (%s), at most %gs", received, timeout)
+            except BaseException:
                 self.shutdown()
+                raise
+            if not self.shutdown_within(timeout):
+                busy = ", ".join(r.job.name for r in self._runners if r.busy) or "a job"
+                log.warning(
+                    "scheduler: %s still running after %gs; exiting without it (its "
+                    "advisory lock ends with the session, its next run resumes the work)",
+                    busy,
+                    timeout,
+                )
+                logging.shutdown()
+                os._exit(0)
+            log.info("scheduler stopped")
+
+    def shutdown_within(self, timeout: float) -> bool:
+        """:meth:`shutdown`, waiting at most ``timeout`` seconds; True when it finished."""
+        done = threading.Event()
+
+        def stop() -> None:
+            try:
+                self.shutdown()
+            finally:
+                done.set()
+
+        threading.Thread(target=stop, name="txnq-scheduler-shutdown", daemon=True).start()
+        return done.wait(timeout)
 
     def _where(self) -> str:
         # host:port/dbname, never the password.
@@ -538,21 +645,27 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from txnq.logs import configure
+
     parser = argparse.ArgumentParser(
         prog="python -m txnq.workers.scheduler", description="Run the txnq scheduler worker."
     )
     parser.add_argument(
-        "--dsn", help="PostgreSQL URL (default: TXNQ_DSN, else the embedded server)"
+        "--dsn", metavar="URL", help="PostgreSQL URL (default: TXNQ_DSN, else the embedded server)"
     )
     parser.add_argument("--log-level", default="INFO", help="python logging level (INFO)")
+    parser.add_argument(
+        "--log-format", choices=("auto", "json", "text"), help="default: TXNQ_LOG_FORMAT, else auto"
+    )
     add_metrics_arguments(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
     try:
-        settings = load_settings(metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+        settings = load_settings(
+            metrics_port=args.metrics_port,
+            metrics_host=args.metrics_host,
+            log_format=args.log_format,
+        )
+        configure(args.log_level, settings.log_format)
         Scheduler(args.dsn, settings=settings).run_forever()
     except errors.TxnqError as exc:
         raise SystemExit(f"error: {exc}") from None

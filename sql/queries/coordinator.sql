@@ -72,3 +72,20 @@ SELECT txnq.finish_txn_v1(%(txn_tc)s, %(txn_seq)s)
 
 -- name: abort_timed_out
 SELECT tc_id, txn_seq FROM txnq.abort_timed_out_v1(%(max_count)s)
+
+-- name: coordinator_members
+-- The membership keys of the live workers of this database, in order: a
+-- worker's rank among them decides whether its fair share is the larger or
+-- the smaller one (16 coordinators over 3 workers: 6, 5, 5).
+SELECT objid::bigint AS member_key FROM pg_locks
+ WHERE locktype = 'advisory' AND classid = 7302 AND objsubid = 2 AND granted
+   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+ ORDER BY objid
+
+-- name: coordinator_held_leases
+-- The coordinator leases this session holds right now, as PostgreSQL sees
+-- them: a worker confirms its leases with this before it acts on them.
+SELECT objid::integer AS tc_id FROM pg_locks
+ WHERE locktype = 'advisory' AND classid = 7301 AND objsubid = 2 AND granted
+   AND pid = pg_backend_pid()
+   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
