@@ -149,7 +149,8 @@ class CoordinatorWorker:
             conn = psycopg.connect(
                 libpq_dsn(self.dsn),
                 autocommit=True,
-                application_name="txnq-coordinator",
+                # The process id: pg_stat_activity tells the workers apart.
+                application_name=f"txnq-coordinator-{os.getpid()}",
                 connect_timeout=max(2, int(self.lease_seconds)),
                 keepalives=1,
                 keepalives_idle=max(1, int(self.lease_seconds / 4)),
