@@ -373,3 +373,85 @@ def test_workers_recover_when_postgresql_restarts(
     assert any("PostgreSQL is back" in m for m in scheduler.messages())
     assert coordinator.stop(signal.SIGTERM, timeout=SHUTDOWN_TIMEOUT + 5) == 0
     assert scheduler.stop(signal.SIGTERM, timeout=SHUTDOWN_TIMEOUT + 5) == 0
+
+
+# -- health and leases, in process ----------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get_health(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_healthz_is_503_without_postgresql_and_200_with_it(dsn: str) -> None:
+    from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
+
+    from txnq.metrics import MetricsServer
+    from txnq.settings import load_settings
+
+    settings = load_settings(poll_interval_seconds=0.2, coordinator_lease_seconds=2)
+    nowhere = f"postgresql://alice:S3cret@127.0.0.1:{free_port()}/txnq"
+    for target, healthy in ((nowhere, False), (dsn, True)):
+        with MetricsServer(target, port=0) as metrics:
+            worker = CoordinatorWorker(target, settings, metrics=metrics)
+            thread = CoordinatorThread(worker).start()
+            try:
+
+                def settled(healthy: bool = healthy) -> dict[str, Any] | None:
+                    status, body = get_health(metrics.health_url)
+                    return body if (status == 200) == healthy else None
+
+                body = wait_until(settled, timeout=15, what=f"healthz healthy={healthy}")
+            finally:
+                assert thread.stop(10)
+        check = body["checks"]["coordinator"]
+        assert body["status"] == ("ok" if healthy else "unavailable")
+        assert check["ok"] is healthy and check["connected"] is healthy
+        if healthy:
+            assert check["coordinators"] == list(range(16)) and check["fair_share"] == 16
+        else:
+            assert "error" in check and "S3cret" not in json.dumps(body)
+
+
+def test_a_coordinator_never_acts_on_a_lease_postgresql_does_not_confirm(dsn: str) -> None:
+    """A lease lost behind the worker's back (here: unlocked on its own session)
+    is dropped at the next confirmation, and its transactions are left alone."""
+    from txnq.workers.coordinator import CoordinatorWorker
+
+    from txnq.settings import load_settings
+
+    worker = CoordinatorWorker(dsn, load_settings(poll_interval_seconds=0.2))
+    worker._connect()
+    try:
+        worker.rebalance()
+        assert worker.owned == set(range(16))
+        with txnq.Client(dsn) as client:
+            client.admin.create_topic("orders")
+            transactions = open_commits(client, "orders", 16)
+        assert {t.txn_id.tc_id for t in transactions} == set(range(16))
+        assert worker._conn is not None
+        worker._conn.execute("SELECT pg_advisory_unlock(7301, 3)")  # the lease is gone
+        worker._lease_deadline = 0.0  # and due for confirmation
+        assert worker.work(grace=0.0) == 15
+        assert 3 not in worker.owned
+        states = txn_states(dsn)
+        lost = next(t for t in transactions if t.txn_id.tc_id == 3)
+        assert states.pop(tuple(lost.txn_id)) == "COMMITTING"
+        assert set(states.values()) == {"COMMITTED"}
+        # The next rebalance takes the free coordinator again and finishes it.
+        worker.rebalance()
+        assert worker.work(grace=0.0) == 1
+        assert set(txn_states(dsn).values()) == {"COMMITTED"}
+    finally:
+        worker._disconnect("test over")

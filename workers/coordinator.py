@@ -276,8 +276,10 @@ class CoordinatorWorker:
             "fair_share": self.share,
             "leases_confirmed_seconds_ago": age,
         }
-        if self._last_error and not ok:
-            details["error"] = self._last_error
+        if not ok:
+            details["error"] = self._last_error or (
+                "not connected yet" if self._conn is None else "leases not confirmed in time"
+            )
         return ok, details
 
     # -- work -----------------------------------------------------------------
