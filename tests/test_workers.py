@@ -56,16 +56,14 @@ SELECT a.application_name, array_agg(l.objid::integer ORDER BY l.objid)
 class Worker:
     """One `txnq worker <kind>` process, its log file and its endpoints."""
 
-    def __init__(self, kind: str, dsn: str, folder: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, kind: str, folder: Path, environment: dict[str, str], argv: list[str] | None = None
+    ) -> None:
         self.kind = kind
         self.log_path = folder / f"{kind}-{uuid.uuid4().hex[:6]}.log"
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("TXNQ_")}
-        environment.update(WORKER_ENV)
-        environment.update(env)
-        environment["TXNQ_DSN"] = dsn
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [TXNQ, "worker", kind, "--log-level", "INFO"],
+                [TXNQ, *(argv or ["worker", kind, "--log-level", "INFO"])],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
@@ -134,7 +132,11 @@ def workers() -> Iterator[Callable[..., Worker]]:
     started: list[Worker] = []
 
     def start(kind: str, dsn: str, **env: str) -> Worker:
-        worker = Worker(kind, dsn, folder, env)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("TXNQ_")}
+        environment.update(WORKER_ENV)
+        environment.update(env)
+        environment["TXNQ_DSN"] = dsn
+        worker = Worker(kind, folder, environment)
         started.append(worker)
         return worker
 
@@ -455,3 +457,111 @@ def test_a_coordinator_never_acts_on_a_lease_postgresql_does_not_confirm(dsn: st
         assert set(txn_states(dsn).values()) == {"COMMITTED"}
     finally:
         worker._disconnect("test over")
+
+
+# -- the compose services, as processes ---------------------------------------------------
+
+
+def compose_service(name: str) -> tuple[list[str], dict[str, str]]:
+    """A txnq service of docker/compose.yaml: its command line (after the image's
+    ENTRYPOINT txnq) with the metrics endpoint moved to a free loopback port,
+    and its environment."""
+    import yaml
+
+    compose_file = Path(__file__).resolve().parents[1] / "docker" / "compose.yaml"
+    service = yaml.safe_load(compose_file.read_text())["services"][name]
+    command = list(service["command"])
+    for flag, value in (("--metrics-port", "0"), ("--metrics-host", "127.0.0.1")):
+        if flag in command:
+            command[command.index(flag) + 1] = value
+    return command, {str(k): str(v) for k, v in service["environment"].items()}
+
+
+def with_login(dsn: str, user: str) -> str:
+    parts = urlsplit(dsn)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{quote(user, safe='')}@{host}"))
+
+
+def test_the_compose_services_run_as_plain_processes(pg_server_dsn: str) -> None:
+    """migrate, scheduler and coordinator exactly as compose runs them: the
+    same command lines and environment variables (TXNQ_DSN without a password,
+    PGPASSWORD beside it), against a new empty database; the coordinator logs
+    in as a txnq_worker login role, as compose's txnq_coordinator."""
+    from tests.conftest import dsn_for_database
+
+    database = f"txnq_compose_{uuid.uuid4().hex[:10]}"
+    role, password = f"txnq_test_coord_{uuid.uuid4().hex[:10]}", uuid.uuid4().hex
+    folder = Path(tempfile.mkdtemp(prefix="txnq-test-compose-"))
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(database)))
+    owner_dsn = dsn_for_database(pg_server_dsn, database)
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("TXNQ_", "PG"))}
+    started: list[Worker] = []
+    try:
+        argv, env = compose_service("migrate")
+        assert set(env) == {"TXNQ_DSN", "PGPASSWORD"}
+        env = {**base_env, "TXNQ_DSN": owner_dsn, "PGPASSWORD": "unused-with-trust"}
+        for _ in range(2):  # a second run finds the schema up to date
+            result = subprocess.run(
+                [TXNQ, *argv], env=env, capture_output=True, text=True, timeout=120, cwd=folder
+            )
+            assert result.returncode == 0, result.stderr
+            assert f"txnq schema at revision {migrate.head_revision()}" in result.stdout
+
+        with psycopg.connect(owner_dsn, autocommit=True) as conn:
+            conn.execute(
+                pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE txnq_worker").format(
+                    pgsql.Identifier(role), pgsql.Literal(password)
+                )
+            )
+        processes = {}
+        for name, login, secret in (
+            ("scheduler", owner_dsn, "unused-with-trust"),
+            ("coordinator", with_login(owner_dsn, role), password),
+        ):
+            argv, env = compose_service(name)
+            assert "TXNQ_DSN" in env and "PGPASSWORD" in env
+            assert urlsplit(env["TXNQ_DSN"]).password is None
+            environment = {**base_env, "TXNQ_DSN": login, "PGPASSWORD": secret}
+            environment.update(WORKER_ENV)
+            worker = Worker(name, folder, environment, argv)
+            started.append(worker)
+            processes[name] = worker
+        for worker in started:
+            worker.wait_healthy()
+
+        with txnq.Client(owner_dsn) as client:
+            client.admin.create_topic("orders")
+            transactions = open_commits(client, "orders", 4)
+        wait_until(
+            lambda: set(txn_states(owner_dsn).values()) == {"COMMITTED"},
+            timeout=20,
+            what="the coordinator (as a txnq_worker) finished the commits",
+        )
+        assert {row[0] for row in sql(owner_dsn, "SELECT owner FROM txnq.coordinators")} == {
+            f"coordinator-{os.uname().nodename}-{processes['coordinator'].pid}"
+        }
+        assert len(transactions) == 4
+        for worker in started:
+            assert worker.stop(signal.SIGTERM, timeout=SHUTDOWN_TIMEOUT + 5) == 0
+            assert password not in worker.text()
+            worker.lines()  # every line is JSON
+    finally:
+        for worker in started:
+            if worker.process.poll() is None:
+                worker.process.kill()
+                worker.process.wait(10)
+        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = %s OR usename = %s",
+                (database, role),
+            )
+            conn.execute(
+                pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    pgsql.Identifier(database)
+                )
+            )
+            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
+        shutil.rmtree(folder, ignore_errors=True)
