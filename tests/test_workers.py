@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -565,3 +566,37 @@ def test_the_compose_services_run_as_plain_processes(pg_server_dsn: str) -> None
             )
             conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_scheduler_waits_for_a_running_job_only_as_long_as_allowed(dsn: str) -> None:
+    """shutdown_within(): a job run in progress delays the stop at most the
+    timeout (the process then exits, and its sessions end with it); a run that
+    finishes in time is waited for, and its advisory lock released."""
+    import threading
+
+    from txnq.workers.scheduler import Job, Scheduler
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(context: Any) -> str:
+        started.set()
+        release.wait(30)
+        return "done"
+
+    scheduler = Scheduler(dsn, jobs=(Job("slow", slow, every=3600.0),))
+    scheduler.start()
+    try:
+        assert started.wait(10)
+        assert scheduler.health()[0]
+        began = time.monotonic()
+        assert not scheduler.shutdown_within(0.5)
+        assert 0.5 <= time.monotonic() - began < 5
+        held = (
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database"
+            " = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        assert sql(dsn, held) == [(1,)]  # the job's lock, until the run ends
+    finally:
+        release.set()
+    wait_until(lambda: sql(dsn, held) == [(0,)], timeout=10, what="the job's lock released")
+    assert not scheduler.health()[0]
