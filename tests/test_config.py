@@ -34,6 +34,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]
     for name in list(os.environ):
         if name.startswith("TXNQ_"):
             monkeypatch.delenv(name)
+    # `txnq --config FILE` sets TXNQ_CONFIG in this process (CliRunner runs the
+    # app in process): record it as unset, so it is unset again afterwards.
+    monkeypatch.setenv("TXNQ_CONFIG", "")
+    monkeypatch.delenv("TXNQ_CONFIG")
     monkeypatch.chdir(tmp_path)
     yield tmp_path
 
