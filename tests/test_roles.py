@@ -139,6 +139,7 @@ def test_txnq_client_produces_consumes_and_commits_but_cannot_change_the_schema(
                 "UPDATE txnq.config SET tc_count = 1",  # server settings: migrate's
                 "UPDATE txnq.alembic_version SET version_num = '0001'",
                 "SELECT txnq.grant_roles_v1()",
+                "SELECT txnq.compaction_begin_v1(1)",  # the scheduler's, not a client's
             ],
         )
         assert conn.execute("SELECT version_num FROM txnq.alembic_version").fetchone() == (
@@ -252,3 +253,25 @@ def test_the_compose_init_script_creates_a_least_privilege_coordinator_login(dsn
                 (role,),
             )
             conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
+
+
+def test_entry_log_partitions_made_at_run_time_belong_to_txnq_admin(
+    dsn: str, login_as: Callable[[str], str]
+) -> None:
+    """Whoever rolls the entry log or starts a compaction (a client's append,
+    a scheduler logged in as any member of txnq_admin), the new partition is
+    txnq_admin's: the reader's inspection function, owned by txnq_admin, can
+    count it, and the client's default privileges apply."""
+    assert sql_value(dsn, "SELECT txnq.roll_entry_log_v1(true)") == 2  # seals entry log 1
+    assert sql_value(dsn, "SELECT txnq.compaction_begin_v1(1)") == 3
+    owners = sql_value(
+        dsn,
+        "SELECT array_agg(DISTINCT pg_get_userbyid(relowner)) FROM pg_class"
+        " WHERE relnamespace = 'txnq'::regnamespace AND relname ~ '^entries_[0-9]+$'",
+    )
+    assert owners == ["txnq_admin"]
+    with psycopg.connect(login_as("txnq_reader"), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT entry_log_id, entries FROM txnq.entry_log_status ORDER BY 1"
+        ).fetchall()
+        assert rows == [(1, 0), (2, 0), (3, 0)]

@@ -42,6 +42,8 @@ SQL_FILES = ["schema/0007_roles.sql"]
 DOWNGRADE = """
 ALTER FUNCTION txnq.roll_entry_log_v1(boolean) SECURITY INVOKER RESET search_path;
 GRANT EXECUTE ON FUNCTION txnq.roll_entry_log_v1(boolean) TO PUBLIC;
+ALTER FUNCTION txnq.compaction_begin_v1(integer) SECURITY INVOKER RESET search_path;
+GRANT EXECUTE ON FUNCTION txnq.compaction_begin_v1(integer) TO PUBLIC;
 DROP FUNCTION IF EXISTS txnq.grant_roles_v1();
 DO $$
 DECLARE

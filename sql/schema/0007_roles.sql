@@ -176,12 +176,17 @@ BEGIN
     END IF;
 
     -- Functions that run as their owner (SECURITY DEFINER) are for the roles
-    -- above, not for every role of the cluster.
+    -- above, not for every role of the cluster; of those, a client may call
+    -- only the data path's (an append rolls the entry log), the inspection
+    -- helper is the reader's (revision 0005), the rest are the workers'.
     FOR r IN
-        SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
+        SELECT p.oid::regprocedure AS fn, p.proname FROM pg_catalog.pg_proc p
          WHERE p.pronamespace = 'txnq'::regnamespace AND p.prosecdef
     LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', r.fn);
+        IF v_has_client AND r.proname NOT IN ('roll_entry_log_v1') THEN
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM txnq_client', r.fn);
+        END IF;
     END LOOP;
     RETURN v_moved;
 END $$;
@@ -195,5 +200,11 @@ REVOKE ALL ON FUNCTION txnq.grant_roles_v1() FROM PUBLIC;
 -- behaviour do not change. search_path is pinned, as for every SECURITY
 -- DEFINER function.
 ALTER FUNCTION txnq.roll_entry_log_v1(boolean) SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp;
+-- Compaction's target table is created the same way, so every entry-log
+-- partition is owned by txnq_admin whichever login role's scheduler made it:
+-- the SECURITY DEFINER inspection function (owned by txnq_admin) can read it,
+-- and default privileges apply. Only the scheduler calls it (grant_roles_v1
+-- keeps it from txnq_client).
+ALTER FUNCTION txnq.compaction_begin_v1(integer) SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp;
 
 SELECT txnq.grant_roles_v1();
