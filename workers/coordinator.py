@@ -125,14 +125,23 @@ class CoordinatorWorker:
                     self.rebalance()
                     self.work(grace=0.0 if urgent else self.grace_seconds)
                     urgent = self._wait(stop)
-            except (psycopg.OperationalError, errors.ServerUnavailableError, LeaseLostError) as exc:
+            except Exception as exc:
+                # Whatever went wrong, the thread must not die and leave a live
+                # process doing nothing: start over on a new session, with backoff.
                 self._last_error = str(exc).strip().splitlines()[0] if str(exc) else repr(exc)
                 delay = backoff * random.uniform(0.8, 1.2)
+                expected = (
+                    psycopg.OperationalError,
+                    psycopg.InterfaceError,
+                    errors.ServerUnavailableError,
+                    LeaseLostError,
+                )
                 log.warning(
                     "%s lost PostgreSQL (%s); reconnecting in %.1fs",
                     self.name,
                     self._last_error,
                     delay,
+                    exc_info=not isinstance(exc, expected),
                 )
                 self._disconnect(reason="connection lost")
                 stop.wait(delay)
