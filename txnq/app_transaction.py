@@ -27,6 +27,7 @@ face runs the same queries on an ``AsyncConnection`` with the same helpers.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
@@ -217,11 +218,7 @@ def _check_joinable(conn: psycopg.Connection[Any]) -> None:
 
 def _same_database(conn: psycopg.Connection[Any], client: Client) -> None:
     """A producer or consumer may join only a connection to its own database."""
-    try:
-        params = conninfo_to_dict(libpq_dsn(client.dsn))
-    except (psycopg.Error, errors.TxnqError):
-        return
-    dbname, port = params.get("dbname"), params.get("port")
+    dbname, port = _database_of(client.dsn)
     if (dbname is not None and str(dbname) != conn.info.dbname) or (
         port is not None and int(str(port)) != conn.info.port
     ):
@@ -230,6 +227,15 @@ def _same_database(conn: psycopg.Connection[Any], client: Client) -> None:
             f"{conn.info.port}), not the producer's or consumer's database: attach a "
             "connection to the txnq database"
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _database_of(dsn: str) -> tuple[object, object]:
+    try:
+        params = conninfo_to_dict(libpq_dsn(dsn))
+    except (psycopg.Error, errors.TxnqError):
+        return None, None
+    return params.get("dbname"), params.get("port")
 
 
 # -- the transaction -----------------------------------------------------------
@@ -365,8 +371,27 @@ class AttachedTransaction:
     def flush(self) -> None:
         """Stage the messages ``send_async`` queued in this transaction."""
         self._check_open()
-        for key in sorted(self._queued):
-            self._stage(self._queued.pop(key))
+        if not self._queued:
+            return
+        # One round trip for all partitions (a pipeline), in partition order.
+        batches = [self._queued.pop(key) for key in sorted(self._queued)]
+        with translated_errors(), self._pipeline(len(batches)):
+            cursors = [
+                self.connection.execute(
+                    QUERIES["stage_send"],
+                    stage_send_params(
+                        b.topic_id, b.partition, b.payloads, b.keys, b.properties, b.event_times
+                    ),
+                )
+                for b in batches
+            ]
+        for batch, cur in zip(batches, cursors, strict=True):
+            row = cur.fetchone()
+            assert row is not None
+            self._staged[int(row[0])] = batch
+
+    def _pipeline(self, statements: int) -> contextlib.AbstractContextManager[Any]:
+        return self.connection.pipeline() if statements > 1 else contextlib.nullcontext()
 
     def _send_async(
         self,
@@ -416,12 +441,13 @@ class AttachedTransaction:
         self._check_open()
         _same_database(self.connection, consumer._client)
         _, partitions = self._consumers.setdefault(id(consumer), (consumer, set()))
-        for partition, (offsets, indexes, sizes) in sorted(per_partition.items()):
-            partitions.add(partition)
-            params = stage_ack_params(
-                consumer._topic_id, partition, consumer.subscription_id, offsets, indexes, sizes
-            )
-            self._execute("stage_ack", params)
+        partitions.update(per_partition)
+        with translated_errors(), self._pipeline(len(per_partition)):
+            for partition, (offsets, indexes, sizes) in sorted(per_partition.items()):
+                params = stage_ack_params(
+                    consumer._topic_id, partition, consumer.subscription_id, offsets, indexes, sizes
+                )
+                self.connection.execute(QUERIES["stage_ack"], params)
 
     def _check_open(self) -> None:
         if self._state != "OPEN":

@@ -53,11 +53,17 @@ INITIAL_POSITIONS = ("earliest", "latest")
 FETCH_MAX_BYTES = 8 * 1024 * 1024
 
 
+_ATTACHED_TYPE: type | None = None
+
+
 def _attached(txn: object) -> bool:
     """Whether ``txn`` is an application transaction (txnq.attach)."""
-    from txnq.app_transaction import AttachedTransaction
+    global _ATTACHED_TYPE
+    if _ATTACHED_TYPE is None:
+        from txnq.app_transaction import AttachedTransaction
 
-    return isinstance(txn, AttachedTransaction)
+        _ATTACHED_TYPE = AttachedTransaction
+    return isinstance(txn, _ATTACHED_TYPE)
 
 
 class Consumer:

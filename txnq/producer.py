@@ -665,13 +665,19 @@ class Producer:
                 callback(exc, message_id)
 
 
+_ATTACHED_TYPE: type | None = None
+
+
 def _attached(txn: object) -> bool:
     """Whether ``txn`` is an application transaction (txnq.attach)."""
     if txn is None:
         return False
-    from txnq.app_transaction import AttachedTransaction
+    global _ATTACHED_TYPE
+    if _ATTACHED_TYPE is None:
+        from txnq.app_transaction import AttachedTransaction
 
-    return isinstance(txn, AttachedTransaction)
+        _ATTACHED_TYPE = AttachedTransaction
+    return isinstance(txn, _ATTACHED_TYPE)
 
 
 class _Disconnected:
