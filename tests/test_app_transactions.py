@@ -369,3 +369,23 @@ def test_partition_for_key_in_sql_routes_as_the_python_producer(dsn: str) -> Non
             (partitions, keys),
         )
         assert [r[0] for r in rows] == [zlib.crc32(k) % partitions for k in keys]
+
+
+def test_the_processor_works_on_a_sqlalchemy_session(dsn: str, client: txnq.Client) -> None:
+    with client.producer("orders") as producer:
+        for i in range(5):
+            producer.send_async(f"{i}", partition=0)
+    engine = create_engine(sqlalchemy_url(dsn))
+    try:
+        with (
+            client.subscribe("orders", "etl", initial_position="earliest", **FAST) as consumer,
+            Session(engine) as session,
+        ):
+            for message in consumer.process(session, batch_size=2, idle_timeout="1s"):
+                session.execute(
+                    text("INSERT INTO app_orders VALUES (:id, 'orm')"), {"id": int(message.value)}
+                )
+    finally:
+        engine.dispose()
+    assert sql(dsn, "SELECT id FROM app_orders ORDER BY id") == [(i,) for i in range(5)]
+    assert sql_value(dsn, "SELECT mark_delete_offset FROM txnq.cursors WHERE partition = 0") == 0

@@ -161,12 +161,19 @@ class StagedSend(PendingSend):
 
 @dataclass
 class _Target:
-    """The psycopg connection underneath what the caller gave, and how to run
-    one transaction on it (for ``process``)."""
+    """What the caller gave: how to reach the psycopg connection underneath
+    (joining the caller's transaction: SQLAlchemy begins its own if none is
+    open), whether a transaction is open, and how to run a new one (for
+    ``process``)."""
 
-    conn: psycopg.Connection[Any]
+    original: object
+    join: Callable[[], psycopg.Connection[Any]]
+    in_transaction: Callable[[], bool]
     transaction: Callable[[], contextlib.AbstractContextManager[Any]]
-    what: str
+
+
+def _psycopg_in_transaction(conn: psycopg.Connection[Any]) -> bool:
+    return conn.info.transaction_status != TransactionStatus.IDLE
 
 
 def _target(connection: object) -> _Target:
@@ -177,28 +184,40 @@ def _target(connection: object) -> _Target:
         )
     if isinstance(connection, psycopg.Connection):
         conn = connection
-        return _Target(conn, conn.transaction, "psycopg connection")
-    try:
-        from sqlalchemy.engine import Connection as SAConnection
-        from sqlalchemy.orm import Session
-    except ImportError:  # pragma: no cover - SQLAlchemy is a dependency
-        SAConnection = Session = None  # type: ignore[assignment,misc]
-    if Session is not None and isinstance(connection, Session):
+        return _Target(conn, lambda: conn, lambda: _psycopg_in_transaction(conn), conn.transaction)
+    from sqlalchemy.engine import Connection as SAConnection
+    from sqlalchemy.orm import Session
+
+    if isinstance(connection, Session):
         session = connection
-        driver = session.connection().connection.driver_connection
-        if isinstance(driver, psycopg.Connection):
-            return _Target(driver, session.begin, "SQLAlchemy Session")
-    if SAConnection is not None and isinstance(connection, SAConnection):
+
+        def join_session() -> psycopg.Connection[Any]:
+            # connection() begins the session's transaction if none is open.
+            return _driver(session.connection().connection.driver_connection)
+
+        return _Target(session, join_session, session.in_transaction, session.begin)
+    if isinstance(connection, SAConnection):
         sa_conn = connection
-        if not sa_conn.in_transaction():
-            sa_conn.begin()  # SQLAlchemy then commits what txnq runs on the driver connection
-        driver = sa_conn.connection.driver_connection
-        if isinstance(driver, psycopg.Connection):
-            return _Target(driver, sa_conn.begin, "SQLAlchemy Connection")
+
+        def join_connection() -> psycopg.Connection[Any]:
+            if not sa_conn.in_transaction():
+                sa_conn.begin()  # SQLAlchemy then commits what txnq runs underneath
+            return _driver(sa_conn.connection.driver_connection)
+
+        return _Target(sa_conn, join_connection, sa_conn.in_transaction, sa_conn.begin)
     raise errors.InvalidArgumentError(
         "connection must be a psycopg 3 Connection, or a SQLAlchemy Connection or Session on "
         f"the psycopg driver, not {type(connection).__name__}"
     )
+
+
+def _driver(driver: object) -> psycopg.Connection[Any]:
+    if not isinstance(driver, psycopg.Connection):
+        raise errors.InvalidArgumentError(
+            "the SQLAlchemy engine must use the psycopg 3 driver (postgresql+psycopg://), "
+            f"not {type(driver).__module__}"
+        )
+    return driver
 
 
 def _check_joinable(conn: psycopg.Connection[Any]) -> None:
@@ -248,9 +267,9 @@ class AttachedTransaction:
     (``abort()``); the caller's own transaction is committed by the caller."""
 
     def __init__(self, connection: object, *, client: Client | None = None) -> None:
-        target = _target(connection)
-        _check_joinable(target.conn)
-        self.connection = target.conn
+        conn = _target(connection).join()
+        _check_joinable(conn)
+        self.connection = conn
         self._client = client
         self._state = "OPEN"
         self._queued: dict[tuple[int, int], StagedBatch] = {}
@@ -476,10 +495,10 @@ def attach(connection: object, *, client: Client | None = None) -> AttachedTrans
     Inside a ``with txnq.attach(conn)`` block or the body of a
     ``consumer.process(conn)`` loop, this returns that block's transaction, so
     code deep in the application can join it by the connection alone."""
-    target = _target(connection)
+    conn = _target(connection).join()
     with _ACTIVE_LOCK:
-        active = _ACTIVE.get(id(target.conn))
-    if active is not None and active.connection is target.conn and active._state == "OPEN":
+        active = _ACTIVE.get(id(conn))
+    if active is not None and active.connection is conn and active._state == "OPEN":
         return active
     return AttachedTransaction(connection, client=client)
 
@@ -523,7 +542,7 @@ def _process(
             if idle is not None:
                 return
             continue
-        if target.conn.info.transaction_status != TransactionStatus.IDLE:
+        if target.in_transaction():
             consumer._rewind({m.message_id.partition for m in batch})
             raise errors.InvalidArgumentError(
                 "process() commits one transaction per batch, so the connection must not be "
@@ -532,7 +551,7 @@ def _process(
             )
         done = False
         try:
-            with target.transaction(), AttachedTransaction(target.conn) as txn:
+            with target.transaction(), AttachedTransaction(target.original) as txn:
                 yield from batch
                 consumer.acknowledge(batch, txn=txn)
             done = True
