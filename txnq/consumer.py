@@ -410,6 +410,8 @@ class Consumer:
         position goes back to the cursor (an application transaction that
         acknowledged here rolled back; txnq.app_transaction)."""
         with self._cond:
+            if self._closed:
+                return  # nothing to deliver again here: the next consumer starts at the cursor
             for partition in partitions:
                 if partition in self._assigned:
                     self._forget_partition(partition)
