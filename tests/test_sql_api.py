@@ -337,6 +337,26 @@ ERRORS = {
         "TQ005",
         "SELECT * FROM txnq.end_txn_v1(%(open_tc)s, %(open_seq)s, true, 'because')",
     ),
+    "send-at-commit-unknown-topic": (
+        "TQ001",
+        "SELECT txnq.send_at_commit_v1('no-such-topic', 'x')",
+    ),
+    "stage-send-too-large": (
+        "TQ004",
+        "SELECT txnq.stage_send_v1(%(topic_id)s, 0, ARRAY[convert_to(repeat('x', 1025), 'UTF8')])",
+    ),
+    "stage-send-over-backlog-quota": (
+        "TQ016",
+        "SELECT txnq.stage_send_v1(%(producer_hold_topic_id)s, 0, ARRAY['x']::bytea[])",
+    ),
+    "stage-ack-pending-in-a-transaction": (
+        "TQ012",
+        "SELECT txnq.stage_ack_v1(%(topic_id)s, 0, %(subscription_id)s, ARRAY[0::bigint])",
+    ),
+    "stage-ack-unknown-subscription": (
+        "TQ006",
+        "SELECT txnq.stage_ack_v1(%(topic_id)s, 0, 999, ARRAY[0::bigint])",
+    ),
     "append-over-backlog-quota": (
         "TQ016",
         "SELECT * FROM txnq.append_v3(%(producer_error_topic_id)s, 0, NULL, NULL, NULL, "

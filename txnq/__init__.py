@@ -11,10 +11,13 @@ consumer.acknowledge(msg)
 with client.new_transaction() as txn:   # produce and acknowledge atomically
     producer.send(b"out", txn=txn)
     consumer.acknowledge(msg, txn=txn)
+with conn.transaction(), txnq.attach(conn) as txn:   # in your own PostgreSQL transaction
+    producer.send_async(b"out", txn=txn)             # (docs/exactly-once.md)
 """
 
 from txnq import errors
 from txnq.admin import Admin, TopicInfo
+from txnq.app_transaction import AttachedTransaction, attach
 from txnq.client import Client
 from txnq.consumer import Consumer
 from txnq.messages import Message, MessageId
@@ -24,6 +27,7 @@ from txnq.transaction import Transaction, TxnId
 
 __all__ = [
     "Admin",
+    "AttachedTransaction",
     "Client",
     "Consumer",
     "Message",
@@ -34,6 +38,7 @@ __all__ = [
     "TopicInfo",
     "Transaction",
     "TxnId",
+    "attach",
     "errors",
     "load_settings",
 ]

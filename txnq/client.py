@@ -9,7 +9,7 @@ import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import psycopg
 from psycopg.rows import dict_row
@@ -23,6 +23,7 @@ from txnq.settings import Settings, load_settings
 from txnq.storage import create_engine_for, translated_errors
 
 if TYPE_CHECKING:
+    from txnq.app_transaction import AttachedTransaction
     from txnq.consumer import Consumer
     from txnq.embedded import EmbeddedServer
     from txnq.producer import Producer
@@ -143,9 +144,36 @@ class Client:
 
     # -- transactions -------------------------------------------------------
 
-    def new_transaction(self, timeout: Duration | None = None) -> Transaction:
+    @overload
+    def new_transaction(self, timeout: Duration | None = None) -> Transaction: ...
+
+    @overload
+    def new_transaction(
+        self, timeout: Duration | None = None, *, connection: object
+    ) -> AttachedTransaction: ...
+
+    def new_transaction(
+        self, timeout: Duration | None = None, *, connection: object | None = None
+    ) -> Transaction | AttachedTransaction:
         """Open a transaction (``timeout`` default TXN_DEFAULT_TIMEOUT, at most the
-        server's TXN_MAX_TIMEOUT); see :class:`txnq.transaction.Transaction`."""
+        server's TXN_MAX_TIMEOUT); see :class:`txnq.transaction.Transaction`.
+
+        With ``connection`` (a psycopg 3 connection, a SQLAlchemy Connection or
+        Session), join the application's transaction on it instead: sends and
+        acks commit or roll back with the application's own writes; see
+        :class:`txnq.app_transaction.AttachedTransaction`. It lasts as long as
+        the application's PostgreSQL transaction, so ``timeout`` does not apply."""
+        if connection is not None:
+            from txnq.app_transaction import attach
+
+            self._check_open()
+            if timeout is not None:
+                raise errors.InvalidArgumentError(
+                    "an application transaction lasts as long as the connection's own "
+                    "transaction: set a timeout there (e.g. SET LOCAL "
+                    "idle_in_transaction_session_timeout), not here"
+                )
+            return attach(connection, client=self)
         from txnq.transaction import Transaction, TxnId
 
         seconds = parse_duration(

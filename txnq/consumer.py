@@ -26,9 +26,9 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from psycopg import sql
@@ -42,6 +42,7 @@ from txnq.queries import QUERIES
 from txnq.storage import connect, translate, translated_errors
 
 if TYPE_CHECKING:
+    from txnq.app_transaction import AttachedTransaction
     from txnq.client import Client
     from txnq.transaction import Transaction
 
@@ -50,6 +51,19 @@ AVAILABLE_TYPES = ("exclusive", "failover")
 ISOLATIONS = ("read_committed", "read_uncommitted")
 INITIAL_POSITIONS = ("earliest", "latest")
 FETCH_MAX_BYTES = 8 * 1024 * 1024
+
+
+_ATTACHED_TYPE: type | None = None
+
+
+def _attached(txn: object) -> bool:
+    """Whether ``txn`` is an application transaction (txnq.attach)."""
+    global _ATTACHED_TYPE
+    if _ATTACHED_TYPE is None:
+        from txnq.app_transaction import AttachedTransaction
+
+        _ATTACHED_TYPE = AttachedTransaction
+    return isinstance(txn, _ATTACHED_TYPE)
 
 
 class Consumer:
@@ -227,7 +241,7 @@ class Consumer:
         self,
         message: Message | MessageId | Iterable[Message | MessageId],
         *,
-        txn: Transaction | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
     ) -> None:
         """Acknowledge messages individually; durable when this returns. A list
         spanning partitions is acknowledged atomically. With ``txn``, the acks
@@ -250,6 +264,13 @@ class Consumer:
             offsets.append(message_id.offset)
             indexes.append(-1 if size == 1 else message_id.batch_index)
             sizes.append(size)
+        if txn is not None and _attached(txn):
+            # An application transaction (txnq.app_transaction): staged on the
+            # caller's connection, applied when the caller commits.
+            self._check_usable()
+            cast("AttachedTransaction", txn)._acknowledge(self, per_partition)
+            return
+        txn = cast("Transaction | None", txn)
         self._join(txn)
         self._ack(
             [
@@ -259,11 +280,20 @@ class Consumer:
         )
 
     def acknowledge_cumulative(
-        self, message: Message | MessageId, *, txn: Transaction | None = None
+        self,
+        message: Message | MessageId,
+        *,
+        txn: Transaction | AttachedTransaction | None = None,
     ) -> None:
         """Acknowledge this message and every earlier one of its partition (with
         ``txn``: when the transaction commits)."""
         message_id, size = self._identify(message)
+        if txn is not None and _attached(txn):
+            raise errors.InvalidArgumentError(
+                "a cumulative ack cannot be checked for exactly-once in an application "
+                "transaction: acknowledge the messages individually (acknowledge(list))"
+            )
+        txn = cast("Transaction | None", txn)
         self._join(txn)
         self._ack(
             [
@@ -374,6 +404,30 @@ class Consumer:
         its messages are delivered again from the mark-delete offset)."""
         self._heartbeat_due = 0.0
         self._wake_fetcher()
+
+    def _rewind(self, partitions: Iterable[int]) -> None:
+        """Deliver again what was not acknowledged on these partitions: the read
+        position goes back to the cursor (an application transaction that
+        acknowledged here rolled back; txnq.app_transaction)."""
+        with self._cond:
+            if self._closed:
+                return  # nothing to deliver again here: the next consumer starts at the cursor
+            for partition in partitions:
+                if partition in self._assigned:
+                    self._forget_partition(partition)
+            self._heartbeat_due = 0.0
+            self._cond.notify_all()
+        self._wake_fetcher()
+
+    def process(
+        self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
+    ) -> Iterator[Message]:
+        """Exactly-once processing: ``for msg in consumer.process(conn): ...``
+        commits each batch's acks in one PostgreSQL transaction with what the
+        loop body wrote on ``conn``; see :func:`txnq.app_transaction.process`."""
+        from txnq.app_transaction import process
+
+        return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
 
     # -- seeking and unsubscribing -----------------------------------------
 

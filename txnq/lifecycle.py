@@ -478,6 +478,9 @@ HOT_TABLES: tuple[str, ...] = (
     "transactional_ids",
     "txn_buffer_ongoing",
     "pending_acks",
+    # Application transactions insert and delete these in one transaction.
+    "staged_sends",
+    "staged_acks",
 )
 VACUUM = sql.SQL("VACUUM (ANALYZE) {}")
 

@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import Future
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 
@@ -55,6 +55,7 @@ from txnq.queries import QUERIES
 from txnq.storage import translate
 
 if TYPE_CHECKING:
+    from txnq.app_transaction import AttachedTransaction
     from txnq.client import Client
     from txnq.transaction import Transaction
 
@@ -239,7 +240,7 @@ class Producer:
         properties: dict[str, str] | None = None,
         event_time: datetime | float | None = None,
         partition: int | None = None,
-        txn: Transaction | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
     ) -> MessageId:
         """Send one message and wait until it is written; returns its MessageId.
 
@@ -247,7 +248,14 @@ class Producer:
         entry, ahead of this one. With ``txn``, the message is part of that
         transaction: read_committed consumers see it once the transaction commits.
         """
+        if txn is not None and _attached(txn):
+            raise errors.InvalidArgumentError(
+                "send() returns the message's offset, which a message of an application "
+                "transaction gets only when it commits: use send_async(..., txn=txn) (its "
+                "result() resolves at txn.commit()) or txn.send(topic, value)"
+            )
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        txn = cast("Transaction | None", txn)
         self._join(txn)
         with self._io_lock:
             with self._cond:
@@ -274,7 +282,7 @@ class Producer:
         event_time: datetime | float | None = None,
         partition: int | None = None,
         callback: SendCallback | None = None,
-        txn: Transaction | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
     ) -> PendingSend:
         """Queue one message; it is written within ``batching_max_delay`` or when
         its batch is full. ``callback(exception, message_id)`` runs once written.
@@ -282,6 +290,18 @@ class Producer:
         if callback is not None and not callable(callback):
             raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        if txn is not None and _attached(txn):
+            # An application transaction (txnq.app_transaction): staged on the
+            # caller's connection, appended when the caller commits.
+            with self._cond:
+                self._check_usable()
+                target = self._route(key_bytes, partition)
+                if partition is None and key_bytes is None:
+                    self._round_robin = (self._round_robin + 1) % self._partitions
+            return cast("AttachedTransaction", txn)._send_async(
+                self, target, payload, key_bytes, props, when, callback, self._max_messages
+            )
+        txn = cast("Transaction | None", txn)
         self._join(txn)
         return self._enqueue(payload, key_bytes, props, when, partition, callback, txn)
 
@@ -643,6 +663,21 @@ class Producer:
             )
             with contextlib.suppress(Exception):
                 callback(exc, message_id)
+
+
+_ATTACHED_TYPE: type | None = None
+
+
+def _attached(txn: object) -> bool:
+    """Whether ``txn`` is an application transaction (txnq.attach)."""
+    if txn is None:
+        return False
+    global _ATTACHED_TYPE
+    if _ATTACHED_TYPE is None:
+        from txnq.app_transaction import AttachedTransaction
+
+        _ATTACHED_TYPE = AttachedTransaction
+    return isinstance(txn, _ATTACHED_TYPE)
 
 
 class _Disconnected:

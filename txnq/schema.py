@@ -24,6 +24,8 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import base as postgresql_base
+from sqlalchemy.types import UserDefinedType
 
 SCHEMA = "txnq"
 metadata = MetaData(schema=SCHEMA)
@@ -337,4 +339,45 @@ backlog_quota_exceeded = Table(
     Column("reason", Text, nullable=False),
     Column("since", TZ, nullable=False),
     Column("checked_at", TZ, nullable=False),
+)
+
+
+class Xid8(UserDefinedType[int]):
+    """PostgreSQL's 64-bit transaction id (pg_current_xact_id())."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: object) -> str:
+        return "xid8"
+
+
+# Reflection (the migration test's diff) then knows the type too.
+postgresql_base.ischema_names.setdefault("xid8", Xid8)
+
+# Application transactions (revision 0010, docs/exactly-once.md): what an open
+# PostgreSQL transaction staged, keyed by its id, published inside its COMMIT.
+staged_sends = Table(
+    "staged_sends",
+    metadata,
+    Column("xact", Xid8, primary_key=True, server_default=text("pg_current_xact_id()")),
+    Column("stage_id", BigInteger, Identity(always=False), primary_key=True),
+    Column("topic_id", Integer, nullable=False),
+    Column("partition", Integer, nullable=False),
+    Column("payloads", ARRAY(LargeBinary), nullable=False),
+    Column("keys", ARRAY(LargeBinary)),
+    Column("properties", ARRAY(JSONB)),
+    Column("event_times", ARRAY(TZ)),
+)
+
+staged_acks = Table(
+    "staged_acks",
+    metadata,
+    Column("xact", Xid8, primary_key=True, server_default=text("pg_current_xact_id()")),
+    Column("stage_id", BigInteger, Identity(always=False), primary_key=True),
+    Column("topic_id", Integer, nullable=False),
+    Column("partition", Integer, nullable=False),
+    Column("subscription_id", BigInteger, nullable=False),
+    Column("offsets", ARRAY(BigInteger), nullable=False),
+    Column("batch_indexes", ARRAY(Integer), nullable=False),
+    Column("batch_sizes", ARRAY(Integer), nullable=False),
 )

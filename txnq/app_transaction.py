@@ -1,0 +1,562 @@
+"""Application transactions: produce and acknowledge inside the application's
+own PostgreSQL transaction, so the messages, the acks and the application's
+own rows commit or roll back together (docs/exactly-once.md).
+
+``txnq.attach(conn)`` or ``client.new_transaction(connection=conn)`` (a
+psycopg 3 connection, a SQLAlchemy ``Connection`` or ``Session``) gives an
+:class:`AttachedTransaction`. Everything it does runs on ``conn``:
+
+- ``producer.send_async(..., txn=txn)`` and ``txn.send(topic, ...)`` *stage*
+  messages (``txnq.stage_send_v1``): no offset is taken, no head row locked;
+- ``consumer.acknowledge(msg, txn=txn)`` stages acks (``txnq.stage_ack_v1``),
+  checking that nobody acknowledged the messages yet;
+- ``txn.commit()`` publishes what was staged (``txnq.publish_staged_v1``): one
+  append per partition, the acks applied strictly under the cursor lock. A
+  deferred trigger runs the same function inside the caller's COMMIT, so
+  whatever was staged is published even when ``txn.commit()`` is not called.
+
+The caller commits (or rolls back) its own transaction: txnq never does.
+Until then nothing is visible to anyone; after a rollback nothing is left.
+
+The design keeps the protocol apart from the waiting, as psycopg does: the
+statements are named queries, and :func:`stage_send_params`,
+:func:`stage_ack_params` and :func:`settle_published` are pure, so an asyncio
+face runs the same queries on an ``AsyncConnection`` with the same helpers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+
+from txnq import errors
+from txnq.durations import Duration, parse_duration
+from txnq.messages import MessageId, encode_key, encode_payload, encode_properties
+from txnq.producer import PendingSend, SendCallback
+from txnq.queries import QUERIES
+from txnq.storage import libpq_dsn, translated_errors
+
+if TYPE_CHECKING:
+    from txnq.client import Client
+    from txnq.consumer import Consumer
+    from txnq.messages import Message
+    from txnq.producer import Producer
+
+
+# -- the protocol: pure helpers an asyncio face shares -------------------------
+
+
+def stage_send_params(
+    topic_id: int,
+    partition: int,
+    payloads: list[bytes],
+    keys: list[bytes | None],
+    properties: list[str | None],
+    event_times: list[datetime | None],
+) -> dict[str, Any]:
+    """The parameters of query ``stage_send`` for one batch."""
+    return {
+        "topic_id": topic_id,
+        "partition": partition,
+        "payloads": payloads,
+        "keys": keys if any(k is not None for k in keys) else None,
+        "properties": properties if any(properties) else None,
+        "event_times": event_times if any(event_times) else None,
+    }
+
+
+def stage_ack_params(
+    topic_id: int,
+    partition: int,
+    subscription_id: int,
+    offsets: Sequence[int],
+    batch_indexes: Sequence[int],
+    batch_sizes: Sequence[int | None],
+) -> dict[str, Any]:
+    """The parameters of query ``stage_ack`` for one partition."""
+    return {
+        "topic_id": topic_id,
+        "partition": partition,
+        "subscription_id": subscription_id,
+        "offsets": list(offsets),
+        "batch_indexes": list(batch_indexes),
+        "batch_sizes": list(batch_sizes),
+    }
+
+
+@dataclass
+class StagedBatch:
+    """Messages staged (or about to be) for one partition by ``send_async``."""
+
+    topic: str
+    topic_id: int
+    partition: int
+    payloads: list[bytes] = field(default_factory=list)
+    keys: list[bytes | None] = field(default_factory=list)
+    properties: list[str | None] = field(default_factory=list)
+    event_times: list[datetime | None] = field(default_factory=list)
+    callbacks: list[tuple[int, SendCallback]] = field(default_factory=list)
+    # Resolves to (entry offset, index of the batch's first message in the entry).
+    future: Future[tuple[int, int]] = field(default_factory=Future)
+
+
+def settle_published(
+    rows: Iterable[Sequence[Any]], staged: dict[int, StagedBatch]
+) -> list[StagedBatch]:
+    """Resolve the staged batches from the rows of ``publish_staged``
+    (stage_id, topic_id, partition, entry_offset, first_batch_index); returns
+    the batches settled, whose callbacks are due."""
+    settled = []
+    for stage_id, _topic_id, _partition, entry_offset, first_index in rows:
+        batch = staged.pop(int(stage_id), None)
+        if batch is not None and not batch.future.done():
+            batch.future.set_result((int(entry_offset), int(first_index)))
+            settled.append(batch)
+    return settled
+
+
+class StagedSend(PendingSend):
+    """What ``send_async(..., txn=attached)`` returns: ``result()`` gives the
+    MessageId once ``txn.commit()`` has published the message. (When the
+    caller commits without ``txn.commit()``, the deferred trigger publishes
+    it but the offset is not reported back: ``result()`` then times out.)"""
+
+    __slots__ = ("_staged",)
+
+    def __init__(self, batch: StagedBatch, index: int) -> None:
+        self._topic = batch.topic
+        self._partition = batch.partition
+        self._index = index
+        self._staged = batch
+
+    def result(self, timeout: float | None = None) -> MessageId:
+        try:
+            offset, first = self._staged.future.result(timeout)
+        except TimeoutError:
+            raise errors.TimeoutError(
+                "the message is staged in an application transaction: its offset is known once "
+                "txn.commit() has published it"
+            ) from None
+        return MessageId(self._topic, self._partition, offset, first + self._index)
+
+    def done(self) -> bool:
+        return self._staged.future.done()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._staged.future.exception(timeout)
+
+
+# -- the application's connection ---------------------------------------------
+
+
+@dataclass
+class _Target:
+    """What the caller gave: how to reach the psycopg connection underneath
+    (joining the caller's transaction: SQLAlchemy begins its own if none is
+    open), whether a transaction is open, and how to run a new one (for
+    ``process``)."""
+
+    original: object
+    join: Callable[[], psycopg.Connection[Any]]
+    in_transaction: Callable[[], bool]
+    transaction: Callable[[], contextlib.AbstractContextManager[Any]]
+
+
+def _psycopg_in_transaction(conn: psycopg.Connection[Any]) -> bool:
+    return conn.info.transaction_status != TransactionStatus.IDLE
+
+
+def _target(connection: object) -> _Target:
+    if isinstance(connection, psycopg.AsyncConnection):
+        raise errors.InvalidArgumentError(
+            "an asyncio connection needs the asyncio client, which is not available yet: "
+            "attach a psycopg.Connection"
+        )
+    if isinstance(connection, psycopg.Connection):
+        conn = connection
+        return _Target(conn, lambda: conn, lambda: _psycopg_in_transaction(conn), conn.transaction)
+    from sqlalchemy.engine import Connection as SAConnection
+    from sqlalchemy.orm import Session
+
+    if isinstance(connection, Session):
+        session = connection
+
+        def join_session() -> psycopg.Connection[Any]:
+            # connection() begins the session's transaction if none is open.
+            return _driver(session.connection().connection.driver_connection)
+
+        return _Target(session, join_session, session.in_transaction, session.begin)
+    if isinstance(connection, SAConnection):
+        sa_conn = connection
+
+        def join_connection() -> psycopg.Connection[Any]:
+            if not sa_conn.in_transaction():
+                sa_conn.begin()  # SQLAlchemy then commits what txnq runs underneath
+            return _driver(sa_conn.connection.driver_connection)
+
+        return _Target(sa_conn, join_connection, sa_conn.in_transaction, sa_conn.begin)
+    raise errors.InvalidArgumentError(
+        "connection must be a psycopg 3 Connection, or a SQLAlchemy Connection or Session on "
+        f"the psycopg driver, not {type(connection).__name__}"
+    )
+
+
+def _driver(driver: object) -> psycopg.Connection[Any]:
+    if not isinstance(driver, psycopg.Connection):
+        raise errors.InvalidArgumentError(
+            "the SQLAlchemy engine must use the psycopg 3 driver (postgresql+psycopg://), "
+            f"not {type(driver).__module__}"
+        )
+    return driver
+
+
+def _check_joinable(conn: psycopg.Connection[Any]) -> None:
+    if conn.closed:
+        raise errors.InvalidArgumentError("the connection is closed: attach an open connection")
+    status = conn.info.transaction_status
+    if status == TransactionStatus.INERROR:
+        raise errors.InvalidArgumentError(
+            "the connection's transaction has failed: roll it back, then start again"
+        )
+    if conn.autocommit and status == TransactionStatus.IDLE:
+        raise errors.InvalidArgumentError(
+            "the connection is in autocommit mode outside a transaction, so every statement "
+            "would commit on its own: open one with `with conn.transaction():` first"
+        )
+
+
+def _same_database(conn: psycopg.Connection[Any], client: Client) -> None:
+    """A producer or consumer may join only a connection to its own database."""
+    dbname, port = _database_of(client.dsn)
+    if (dbname is not None and str(dbname) != conn.info.dbname) or (
+        port is not None and int(str(port)) != conn.info.port
+    ):
+        raise errors.InvalidArgumentError(
+            f"the attached connection is to database {conn.info.dbname!r} (port "
+            f"{conn.info.port}), not the producer's or consumer's database: attach a "
+            "connection to the txnq database"
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _database_of(dsn: str) -> tuple[object, object]:
+    try:
+        params = conninfo_to_dict(libpq_dsn(dsn))
+    except (psycopg.Error, errors.TxnqError):
+        return None, None
+    return params.get("dbname"), params.get("port")
+
+
+# -- the transaction -----------------------------------------------------------
+
+
+class AttachedTransaction:
+    """A txnq transaction that lives in the application's PostgreSQL
+    transaction; see the module docstring. Use as a context manager: a normal
+    exit publishes (``commit()``), an exception discards what was staged
+    (``abort()``); the caller's own transaction is committed by the caller."""
+
+    def __init__(self, connection: object, *, client: Client | None = None) -> None:
+        conn = _target(connection).join()
+        _check_joinable(conn)
+        self.connection = conn
+        self._client = client
+        self._state = "OPEN"
+        self._queued: dict[tuple[int, int], StagedBatch] = {}
+        self._staged: dict[int, StagedBatch] = {}
+        self._consumers: dict[int, tuple[Consumer, set[int]]] = {}
+        self._outer: AttachedTransaction | None = None
+
+    def __repr__(self) -> str:
+        return f"AttachedTransaction({self._state.lower()})"
+
+    @property
+    def state(self) -> str:
+        """OPEN; COMMITTED once ``commit()`` published (visible when the caller
+        commits); ABORTED after ``abort()``."""
+        return self._state
+
+    # -- the outbox without a producer ------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: object,
+        *,
+        key: str | bytes | None = None,
+        properties: dict[str, str] | None = None,
+        partition: int | None = None,
+        encoding: str = "utf-8",
+    ) -> None:
+        """Produce one message to ``topic`` when the caller's transaction
+        commits (``txnq.send_at_commit_v1``: routed by key as a producer does,
+        else to ``partition``, else to a random partition)."""
+        if not isinstance(topic, str):
+            raise errors.InvalidArgumentError(f"topic must be a str, not {type(topic).__name__}")
+        if isinstance(partition, bool) or not isinstance(partition, int | None):
+            raise errors.InvalidArgumentError(f"partition must be an int, not {partition!r}")
+        payload = encode_payload(value, encoding)
+        self.flush()  # messages queued before this one keep their place
+        params = {
+            "topic": topic,
+            "payload": payload,
+            "key": encode_key(key),
+            "properties": encode_properties(properties),
+            "partition": partition,
+        }
+        self._execute("send_at_commit", params)
+
+    # -- ending -------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Publish what this transaction staged, on the caller's connection:
+        the messages get their offsets (``send_async`` results resolve) and the
+        acks are applied. Visible to others once the caller commits its
+        transaction, which should follow at once: from here until then the
+        partitions' head rows and the cursors are locked.
+
+        Raises :class:`TransactionConflictError` when another transaction
+        acknowledged one of the messages first: the caller must roll back."""
+        self._check_open()
+        self.flush()
+        rows = self._execute("publish_staged", {}, fetch=True)
+        settled = settle_published(rows, self._staged)
+        self._state = "COMMITTED"
+        for batch in settled:
+            offset, first = batch.future.result()
+            for index, callback in batch.callbacks:
+                with contextlib.suppress(Exception):
+                    callback(None, MessageId(batch.topic, batch.partition, offset, first + index))
+
+    def abort(self) -> None:
+        """Drop what this transaction staged (the caller's own writes stay
+        theirs to commit or roll back), and have the consumers that
+        acknowledged in it deliver those messages again. Safe to call after
+        the caller rolled back, and twice."""
+        if self._state == "ABORTED":
+            return
+        self._state = "ABORTED"
+        self._queued.clear()
+        failure = errors.TransactionAbortedError("the application transaction was aborted")
+        for batch in self._staged.values():
+            if not batch.future.done():
+                batch.future.set_exception(failure)
+        self._staged.clear()
+        conn = self.connection
+        if not conn.closed and conn.info.transaction_status == TransactionStatus.INTRANS:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(QUERIES["discard_staged"])
+        self.rewind_consumers()
+
+    def rewind_consumers(self) -> None:
+        """The caller rolled back after acknowledging in this transaction: have
+        its consumers deliver the unacknowledged messages again (their read
+        position goes back to the cursor)."""
+        for consumer, partitions in self._consumers.values():
+            consumer._rewind(partitions)
+
+    def __enter__(self) -> AttachedTransaction:
+        # Inside the block, txnq.attach(conn) returns this transaction.
+        with _ACTIVE_LOCK:
+            self._outer = _ACTIVE.get(id(self.connection))
+            _ACTIVE[id(self.connection)] = self
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        with _ACTIVE_LOCK:
+            if self._outer is None:
+                _ACTIVE.pop(id(self.connection), None)
+            else:
+                _ACTIVE[id(self.connection)] = self._outer
+        if self._state != "OPEN":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    # -- used by producers and consumers ------------------------------------
+
+    def flush(self) -> None:
+        """Stage the messages ``send_async`` queued in this transaction."""
+        self._check_open()
+        if not self._queued:
+            return
+        # One round trip for all partitions (a pipeline), in partition order.
+        batches = [self._queued.pop(key) for key in sorted(self._queued)]
+        with translated_errors(), self._pipeline(len(batches)):
+            cursors = [
+                self.connection.execute(
+                    QUERIES["stage_send"],
+                    stage_send_params(
+                        b.topic_id, b.partition, b.payloads, b.keys, b.properties, b.event_times
+                    ),
+                )
+                for b in batches
+            ]
+        for batch, cur in zip(batches, cursors, strict=True):
+            row = cur.fetchone()
+            assert row is not None
+            self._staged[int(row[0])] = batch
+
+    def _pipeline(self, statements: int) -> contextlib.AbstractContextManager[Any]:
+        return self.connection.pipeline() if statements > 1 else contextlib.nullcontext()
+
+    def _send_async(
+        self,
+        producer: Producer,
+        partition: int,
+        payload: bytes,
+        key: bytes | None,
+        properties: str | None,
+        event_time: datetime | None,
+        callback: SendCallback | None,
+        max_messages: int,
+    ) -> StagedSend:
+        self._check_open()
+        _same_database(self.connection, producer._client)
+        slot = (producer._topic.topic_id, partition)
+        batch = self._queued.get(slot)
+        if batch is None:
+            batch = self._queued[slot] = StagedBatch(producer.topic, slot[0], partition)
+        index = len(batch.payloads)
+        batch.payloads.append(payload)
+        batch.keys.append(key)
+        batch.properties.append(properties)
+        batch.event_times.append(event_time)
+        if callback is not None:
+            batch.callbacks.append((index, callback))
+        if len(batch.payloads) >= max_messages:
+            self._stage(self._queued.pop(slot))
+        return StagedSend(batch, index)
+
+    def _stage(self, batch: StagedBatch) -> None:
+        params = stage_send_params(
+            batch.topic_id,
+            batch.partition,
+            batch.payloads,
+            batch.keys,
+            batch.properties,
+            batch.event_times,
+        )
+        (row,) = self._execute("stage_send", params, fetch=True)
+        self._staged[int(row[0])] = batch
+
+    def _acknowledge(
+        self,
+        consumer: Consumer,
+        per_partition: dict[int, tuple[list[int], list[int], list[int | None]]],
+    ) -> None:
+        self._check_open()
+        _same_database(self.connection, consumer._client)
+        _, partitions = self._consumers.setdefault(id(consumer), (consumer, set()))
+        partitions.update(per_partition)
+        with translated_errors(), self._pipeline(len(per_partition)):
+            for partition, (offsets, indexes, sizes) in sorted(per_partition.items()):
+                params = stage_ack_params(
+                    consumer._topic_id, partition, consumer.subscription_id, offsets, indexes, sizes
+                )
+                self.connection.execute(QUERIES["stage_ack"], params)
+
+    def _check_open(self) -> None:
+        if self._state != "OPEN":
+            raise errors.TransactionEndedError(
+                f"this application transaction has ended ({self._state.lower()}): attach the "
+                "connection again for the next transaction"
+            )
+        _check_joinable(self.connection)
+
+    def _execute(self, name: str, params: dict[str, Any], *, fetch: bool = False) -> list[Any]:
+        with translated_errors():
+            cur = self.connection.execute(QUERIES[name], params)
+            return cur.fetchall() if fetch else []
+
+
+# The transaction of each connection's open `with txnq.attach(conn)` block or
+# process() batch, by id of the psycopg connection.
+_ACTIVE: dict[int, AttachedTransaction] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+def attach(connection: object, *, client: Client | None = None) -> AttachedTransaction:
+    """Join the application transaction of ``connection`` (psycopg 3
+    Connection, SQLAlchemy Connection or Session): see :class:`AttachedTransaction`.
+
+    Inside a ``with txnq.attach(conn)`` block or the body of a
+    ``consumer.process(conn)`` loop, this returns that block's transaction, so
+    code deep in the application can join it by the connection alone."""
+    conn = _target(connection).join()
+    with _ACTIVE_LOCK:
+        active = _ACTIVE.get(id(conn))
+    if active is not None and active.connection is conn and active._state == "OPEN":
+        return active
+    return AttachedTransaction(connection, client=client)
+
+
+# -- the exactly-once processor ------------------------------------------------
+
+
+def process(
+    consumer: Consumer,
+    connection: object,
+    *,
+    batch_size: int = 100,
+    idle_timeout: Duration | None = None,
+) -> Iterator[Message]:
+    """Yield the consumer's messages, committing their acks in the same
+    PostgreSQL transaction as the writes the loop body makes on
+    ``connection``: one transaction per batch of up to ``batch_size`` messages.
+
+    The batch's transaction commits when the loop asks for the message after
+    the batch's last one. If the body raises (or leaves the loop with
+    ``break``), the batch's transaction rolls back, the consumer delivers
+    those messages again, and the exception goes on. If another consumer
+    committed one of the batch's messages first (a failover handover), the
+    batch rolls back and the loop goes on: it was processed there.
+    ``idle_timeout`` ends the loop when no message came for that long (None:
+    wait forever).
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise errors.InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+    idle = None if idle_timeout is None else parse_duration(idle_timeout, what="idle_timeout")
+    target = _target(connection)
+    return _process(consumer, target, batch_size, idle)
+
+
+def _process(
+    consumer: Consumer, target: _Target, batch_size: int, idle: float | None
+) -> Iterator[Message]:
+    while True:
+        batch = consumer.batch_receive(batch_size, timeout=1.0 if idle is None else idle)
+        if not batch:
+            if idle is not None:
+                return
+            continue
+        if target.in_transaction():
+            consumer._rewind({m.message_id.partition for m in batch})
+            raise errors.InvalidArgumentError(
+                "process() commits one transaction per batch, so the connection must not be "
+                "in a transaction when the loop asks for the next message: commit or roll "
+                "back what the loop body began"
+            )
+        done = False
+        try:
+            with target.transaction(), AttachedTransaction(target.original) as txn:
+                yield from batch
+                consumer.acknowledge(batch, txn=txn)
+            done = True
+        except errors.TransactionConflictError:
+            pass  # consumed and committed elsewhere: rolled back here, go on
+        finally:
+            if not done:
+                consumer._rewind({m.message_id.partition for m in batch})
