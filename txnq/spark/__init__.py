@@ -19,7 +19,7 @@ from txnq.spark.environment import (
     jdbc_target,
     spark_session,
 )
-from txnq.spark.ingest import (
+from txnq.spark.ingestion import (
     IngestRun,
     drop_ingestion,
     ingest,
