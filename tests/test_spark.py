@@ -84,22 +84,23 @@ def test_read_committed_is_one_consistent_range_while_producers_and_transactions
         producer_thread = threading.Thread(target=keep_producing)
         producer_thread.start()
         try:
-            first = frame_ids(read_range(spark, fixed, dsn, parallelism=5))
+            rows = read_range(spark, fixed, dsn, parallelism=5).collect()
             hanging.commit()  # the held-back partition moves on mid-read
             second = frame_ids(read_range(spark, fixed, dsn, parallelism=2))
         finally:
             stop.set()
             producer_thread.join()
 
+        first = Counter((r["partition"], r["offset"], r["batch_index"]) for r in rows)
         assert first == expected  # every committed message once, nothing more
         assert second == first  # the range reads the same however and whenever it is read
-        rows = read_range(spark, fixed, dsn).collect()
         payloads = [bytes(r["payload"]) for r in rows]
         assert not any(b"aborted" in p for p in payloads)
         assert b"open" not in payloads  # was open when the range was fixed
         assert all(r["topic"] == "orders" for r in rows)
         committed = [r for r in rows if bytes(r["payload"]).endswith(b"committed")]
         assert committed and all(r["txn_id"] for r in committed)
+        assert all(r["txn_id"] is None for r in rows if b"committed" not in bytes(r["payload"]))
 
         # A fresh read fixes a new range: everything committed by now.
         latest = read_committed(spark, "orders", dsn=dsn)
@@ -230,11 +231,12 @@ def test_a_dataframe_lands_in_a_topic_with_all_rows_or_none(
     assert len({txn for _, txn, _ in landed}) == 1 and landed[0][1] is not None
     assert all(bytes(p) == f"v{n}".encode() for p, _, n in landed)
 
-    @F.udf("string")
-    def fail_late(value: str) -> str:
+    def fail_on(value: str) -> str:
         if value == "w590":
             raise ValueError("a bad row")
         return value
+
+    fail_late = F.udf(fail_on, "string")
 
     failing = spark.range(0, 600, numPartitions=3).select(
         fail_late(F.concat(F.lit("w"), F.col("id").cast("string"))).alias("value")
@@ -244,6 +246,4 @@ def test_a_dataframe_lands_in_a_topic_with_all_rows_or_none(
     assert sql_value(dsn, "SELECT count(*) FROM txnq.committed_messages") == 600
     assert sql_value(dsn, "SELECT count(*) FROM txnq.sink_transactions") == 0
     # What the failed job's tasks appended stays in an aborted transaction.
-    assert sql_value(
-        dsn, "SELECT count(*) FROM txnq.transactions WHERE state = 'ABORTED'"
-    ) >= 1
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.transactions WHERE state = 'ABORTED'") >= 1

@@ -127,8 +127,12 @@ def test_committed_ranges_take_offsets_positions_and_times(dsn: str) -> None:
         time.sleep(0.01)
         for i in range(3):
             producer.send(f"b{i}", key="x")
-        part = next(p for p in (0, 1) if sql_value(
-            dsn, "SELECT next_offset FROM txnq.partitions WHERE partition = %s", (p,)) > 0)
+        part = next(
+            p
+            for p in (0, 1)
+            if sql_value(dsn, "SELECT next_offset FROM txnq.partitions WHERE partition = %s", (p,))
+            > 0
+        )
         other = 1 - part
         txn = client.new_transaction()
         producer.send("open", key="x", txn=txn)  # holds this partition's max read offset

@@ -74,7 +74,9 @@ class TxnAppender:
                 f"partition {partition} does not exist: the topic has 0..{self._partitions - 1}"
             )
         buffer = self._buffers.setdefault(partition, [])
-        buffer.append((payload, key_bytes, encode_properties(properties), check_event_time(event_time)))
+        buffer.append(
+            (payload, key_bytes, encode_properties(properties), check_event_time(event_time))
+        )
         if len(buffer) >= BATCH_MESSAGES:
             self._flush_partition(partition)
 

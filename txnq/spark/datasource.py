@@ -107,7 +107,7 @@ def _with_dsn(options: dict[str, str]) -> dict[str, str]:
 
 
 @dataclass
-class RangePiece(InputPartition):  # type: ignore[misc]
+class RangePiece(InputPartition):  # type: ignore[misc, unused-ignore]
     """One Spark partition: an offset interval of one txnq partition."""
 
     dsn: str | None
@@ -158,7 +158,7 @@ def _pieces(committed: CommittedRange, dsn: str | None, slices: int) -> list[Ran
     ]
 
 
-class TxnqReader(DataSourceReader):  # type: ignore[misc]
+class TxnqReader(DataSourceReader):  # type: ignore[misc, unused-ignore]
     """A batch read of a committed range, fixed when the query is planned."""
 
     def __init__(self, options: dict[str, str]) -> None:
@@ -184,7 +184,7 @@ class TxnqReader(DataSourceReader):  # type: ignore[misc]
         return _read_piece(partition)
 
 
-class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc, unused-ignore]
     """Micro-batches of committed ranges; offsets are ``{"<partition>": next offset}``."""
 
     def __init__(self, options: dict[str, str]) -> None:
@@ -196,7 +196,9 @@ class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         committed = _resolve(self.options, start, start)
         return {str(p): s for p, (s, _) in committed.offsets.items()}
 
-    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+    def latestOffset(
+        self, start: dict[str, int] | None = None, limit: Any = None
+    ) -> dict[str, int]:
         # The max read offsets of now (+1); never behind ``start`` (a
         # partition added since the last batch starts at its earliest offset).
         committed = _resolve(self.options, "earliest", "latest")
@@ -210,7 +212,9 @@ class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
         topic = committed_range(_topic(self.options), "latest", "latest", dsn=self.dsn)
         offsets = {
-            int(p): (int(start.get(p, 0)), int(e)) for p, e in end.items() if int(e) > int(start.get(p, 0))
+            int(p): (int(start.get(p, 0)), int(e))
+            for p, e in end.items()
+            if int(e) > int(start.get(p, 0))
         }
         committed = CommittedRange(topic.topic, topic.topic_id, offsets)
         slices = int(self.options.get("parallelism", 2 * max(1, len(offsets))))
@@ -225,11 +229,11 @@ class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
 
 @dataclass
-class WrittenPiece(WriterCommitMessage):  # type: ignore[misc]
+class WrittenPiece(WriterCommitMessage):  # type: ignore[misc, unused-ignore]
     rows: int
 
 
-class TxnqWriter(DataSourceWriter):  # type: ignore[misc]
+class TxnqWriter(DataSourceWriter):  # type: ignore[misc, unused-ignore]
     """One atomic write: one transaction for the whole job (see the module docstring)."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
@@ -315,7 +319,7 @@ class TxnqWriter(DataSourceWriter):  # type: ignore[misc]
             sink.abort(txn)
 
 
-class TxnqDataSource(DataSource):  # type: ignore[misc]
+class TxnqDataSource(DataSource):  # type: ignore[misc, unused-ignore]
     """``format("txnq")``: see the module docstring."""
 
     @classmethod

@@ -172,9 +172,7 @@ def spark_session(
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise SparkUnavailableError(
-            "PySpark is not installed: pip install 'txnq[spark]'"
-        ) from None
+        raise SparkUnavailableError("PySpark is not installed: pip install 'txnq[spark]'") from None
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -82,13 +82,17 @@ def ingest(
     try:
         info = client.admin.get_topic(topic)
         with client.connection() as lock_conn:
-            if not lock_conn.execute(QUERIES["spark_ingestion_try_lock"], {"name": name}).fetchone()[0]:  # type: ignore[index]
+            if not lock_conn.execute(
+                QUERIES["spark_ingestion_try_lock"], {"name": name}
+            ).fetchone()[0]:  # type: ignore[index]
                 raise IngestionBusyError(
                     f"ingestion {name!r} is running elsewhere (it holds its advisory lock): "
                     "wait for it to finish; runs of one ingestion never overlap"
                 )
             try:
-                return _run(spark, client, lock_conn, info.name, info.topic_id, name, sink, parallelism)
+                return _run(
+                    spark, client, lock_conn, info.name, info.topic_id, name, sink, parallelism
+                )
             finally:
                 lock_conn.execute(QUERIES["spark_ingestion_unlock"], {"name": name})
     finally:
@@ -107,7 +111,7 @@ def _run(
 ) -> IngestRun:
     conn.execute(QUERIES["spark_ingestion_create"], {"name": name, "topic_id": topic_id})
     state = conn.execute(QUERIES["spark_ingestion_get"], {"name": name}).fetchone()
-    _, stored_topic_id, committed_run, committed_offsets, planned_run, planned_offsets, _ = state
+    _, stored_topic_id, _, committed_offsets, planned_run, planned_offsets, _ = state
     if stored_topic_id != topic_id:
         raise InvalidArgumentError(
             f"ingestion {name!r} reads another topic (topic id {stored_topic_id}, maybe a "

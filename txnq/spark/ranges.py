@@ -34,6 +34,8 @@ from txnq.errors import InvalidArgumentError
 from txnq.queries import QUERIES
 
 Bound = str | Mapping[int, int] | Mapping[str, int] | datetime
+# A bound after check_bound(): mappings have int partitions.
+CheckedBound = str | dict[int, int] | datetime
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class CommittedRange:
         return json.dumps({str(p): [s, e] for p, (s, e) in sorted(self.offsets.items())})
 
 
-def check_bound(bound: object, what: str) -> Bound:
+def check_bound(bound: object, what: str) -> CheckedBound:
     """A bound as given by a user, checked; raises InvalidArgumentError."""
     if isinstance(bound, str):
         if bound not in ("earliest", "latest"):
@@ -82,8 +84,7 @@ def check_bound(bound: object, what: str) -> Bound:
                 ) from None
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                 raise InvalidArgumentError(
-                    f"{what}: the offset of partition {number} must be an int >= 0, not "
-                    f"{offset!r}"
+                    f"{what}: the offset of partition {number} must be an int >= 0, not {offset!r}"
                 )
             checked[number] = offset
         return checked
@@ -97,19 +98,21 @@ def resolve(
     conn: psycopg.Connection[Any], topic: str, topic_id: int, start: Bound, end: Bound
 ) -> CommittedRange:
     """Fix the range of a read now: see the module docstring."""
+    start = check_bound(start, "start")
+    end = check_bound(end, "end")
     rows = conn.execute(QUERIES["spark_partition_bounds"], {"topic_id": topic_id}).fetchall()
     latest = {int(p): int(mro) + 1 for p, mro, _ in rows}
     earliest = {int(p): int(first) for p, _, first in rows}
     for what, bound in (("start", start), ("end", end)):
-        if isinstance(bound, Mapping):
-            unknown = sorted(set(bound) - set(latest))  # type: ignore[arg-type]
+        if isinstance(bound, dict):
+            unknown = sorted(set(bound) - set(latest))
             if unknown:
                 raise InvalidArgumentError(
                     f"{what} names partitions {unknown} that topic {topic!r} does not have "
                     f"(it has 0..{len(latest) - 1})"
                 )
 
-    def offsets_of(bound: Bound, default: dict[int, int]) -> dict[int, int]:
+    def offsets_of(bound: CheckedBound, default: dict[int, int]) -> dict[int, int]:
         if bound == "earliest":
             return dict(earliest)
         if bound == "latest":
@@ -123,8 +126,8 @@ def resolve(
                 for p, first in found
                 if int(p) in latest
             }
-        assert isinstance(bound, Mapping)
-        return {p: int(bound.get(p, default[p])) for p in latest}  # type: ignore[call-overload]
+        assert isinstance(bound, dict)
+        return {p: int(bound.get(p, default[p])) for p in latest}
 
     starts = offsets_of(start, earliest)
     ends = offsets_of(end, latest)
@@ -147,7 +150,5 @@ def split(committed: CommittedRange, slices: int) -> list[tuple[int, int, int]]:
         start, end = committed.offsets[partition]
         count = max(1, min(width, round(slices * width / total))) if total else 1
         step = -(-width // count)
-        pieces.extend(
-            (partition, lo, min(lo + step, end)) for lo in range(start, end, step)
-        )
+        pieces.extend((partition, lo, min(lo + step, end)) for lo in range(start, end, step))
     return pieces

@@ -107,10 +107,10 @@ def read_range(
     target = jdbc_target(dsn)
     slices = parallelism or int(spark.sparkContext.defaultParallelism)
     # Every number below is an int of our own (topic id, offsets), formatted
-    # with %d: the predicates carry no user text.
+    # with :d: the predicates carry no user text.
     predicates = [
-        "topic_id = %d AND partition = %d AND entry_offset >= %d AND entry_offset < %d"
-        % (committed.topic_id, partition, lo, hi)
+        f"topic_id = {committed.topic_id:d} AND partition = {partition:d}"
+        f" AND entry_offset >= {lo:d} AND entry_offset < {hi:d}"
         for partition, lo, hi in split(committed, slices)
     ] or ["false"]
     properties = {**target.properties, "fetchsize": str(JDBC_FETCH_SIZE)}

@@ -96,7 +96,9 @@ class TwoPhaseCommitSink:
             self._timeout = (
                 max_timeout
                 if transaction_timeout is None
-                else parse_duration(transaction_timeout, what="transaction_timeout", allow_zero=False)
+                else parse_duration(
+                    transaction_timeout, what="transaction_timeout", allow_zero=False
+                )
             )
             if self._timeout > max_timeout:
                 raise errors.InvalidArgumentError(
@@ -197,7 +199,9 @@ class TwoPhaseCommitSink:
                 QUERIES["bind_txn"],
                 {**params, "transactional_id": self.transactional_id, "epoch": self.epoch},
             )
-            conn.execute(QUERIES["sink_begin"], {**params, "transactional_id": self.transactional_id})
+            conn.execute(
+                QUERIES["sink_begin"], {**params, "transactional_id": self.transactional_id}
+            )
         return SinkTransaction(TxnId(int(opened[0]), int(opened[1])), opened[2])
 
     def send(
@@ -337,5 +341,7 @@ class TwoPhaseCommitSink:
                 if exc.sqlstate != "TQ014":  # a transaction that no longer exists: forget it
                     raise
                 state, reason = "ABORTED", "missing"
-            conn.execute(QUERIES["sink_forget"], {**params, "transactional_id": self.transactional_id})
+            conn.execute(
+                QUERIES["sink_forget"], {**params, "transactional_id": self.transactional_id}
+            )
         return str(state), reason
