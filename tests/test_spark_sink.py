@@ -188,3 +188,84 @@ def test_java_older_than_17_is_refused_with_what_to_install(
     monkeypatch.setattr(env, "java_version", lambda: None)
     with pytest.raises(errors.SparkUnavailableError, match="openjdk"):
         env.check_java()
+
+
+def test_the_committed_view_unpacks_batches_and_hides_what_is_not_committed(dsn: str) -> None:
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("t")
+        producer = client.producer("t", name="p", batching_max_delay="1s")
+        for i in range(3):
+            producer.send_async(
+                f"m{i}", key=f"k{i}" if i != 1 else None, properties={"i": str(i)} if i else None
+            )
+        producer.flush()  # one entry, three messages
+        with client.new_transaction() as committed:
+            producer.send("in-committed", txn=committed)
+        aborted = client.new_transaction()
+        producer.send("in-aborted", txn=aborted)
+        aborted.abort()
+        hanging = client.new_transaction()
+        producer.send("in-open", txn=hanging)
+        producer.send("after-open")  # above the max read offset until the open one ends
+
+        rows = sql(
+            dsn,
+            "SELECT entry_offset, batch_index, batch_size, key, properties, payload, txn_id"
+            " FROM txnq.committed_messages ORDER BY entry_offset, batch_index",
+        )
+        assert [(o, b, n) for o, b, n, *_ in rows] == [(0, 0, 3), (0, 1, 3), (0, 2, 3), (1, 0, 1)]
+        assert [None if k is None else bytes(k) for _, _, _, k, *_ in rows] == [
+            b"k0",
+            None,
+            b"k2",
+            None,
+        ]
+        assert [r[4] for r in rows] == [None, {"i": "1"}, {"i": "2"}, None]
+        assert [bytes(r[5]) for r in rows] == [b"m0", b"m1", b"m2", b"in-committed"]
+        assert rows[3][6] == str(committed.txn_id) and rows[0][6] is None
+
+        hanging.commit()
+        payloads = [
+            bytes(p)
+            for (p,) in sql(
+                dsn, "SELECT payload FROM txnq.committed_messages ORDER BY entry_offset"
+            )
+        ]
+        assert payloads[-2:] == [b"in-open", b"after-open"]
+        assert b"in-aborted" not in payloads
+        # No marker is ever a row: every row is a message of a data entry.
+        assert (
+            sql_value(
+                dsn,
+                "SELECT count(*) FROM txnq.committed_messages m JOIN txnq.entries e"
+                " ON e.topic_id = m.topic_id AND e.partition = m.partition"
+                " AND e.entry_offset = m.entry_offset WHERE e.marker IS NOT NULL",
+            )
+            == 0
+        )
+
+
+def test_an_ingestion_runs_once_at_a_time_and_checks_its_input(dsn: str) -> None:
+    from txnq.spark import ingest
+
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("t")
+
+    def sink(frame: object, run: object) -> None:
+        raise AssertionError("the sink must not run")
+
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as holder:
+        holder.execute(
+            "SELECT pg_advisory_lock(hashtext('txnq.spark_ingestions'), hashtext('lake'))"
+        )
+        with pytest.raises(errors.IngestionBusyError, match="lake"):
+            ingest(None, "t", "lake", sink, dsn=dsn)  # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidNameError):
+        ingest(None, "t", "no spaces", sink, dsn=dsn)  # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidArgumentError, match="callable"):
+        ingest(None, "t", "lake", "parquet", dsn=dsn)  # type: ignore[arg-type]
+    with pytest.raises(errors.TopicNotFoundError):
+        ingest(None, "missing", "lake", sink, dsn=dsn)  # type: ignore[arg-type]
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.spark_ingestions") == 0
