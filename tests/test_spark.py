@@ -17,7 +17,15 @@ from helpers import sql, sql_value
 from spark_support import spark  # noqa: F401  (the session fixture)
 
 import txnq
-from txnq.spark import committed_range, ingest, parquet_sink, read_committed, write_dataframe
+from txnq.spark import (
+    committed_range,
+    ingest,
+    ingestion_offsets,
+    list_ingestions,
+    parquet_sink,
+    read_committed,
+    write_dataframe,
+)
 from txnq.spark import ingestion as ingest_module
 from txnq.spark.read import read_range
 
@@ -153,6 +161,8 @@ def test_ingest_after_a_crash_at_every_point_has_no_duplicates_and_no_gaps(
                 with pytest.raises(Crash):
                     ingest(spark, "orders", "lake", sink, dsn=dsn)
                 monkeypatch.setattr(ingest_module, "failpoint", lambda place: None)
+            pending = ingestion_offsets("lake", dsn=dsn)
+            assert pending is not None and pending["planned_run"] == step + 1
             produce_with_transactions(client, "orders", 1, f"late{step}")  # not in the replay
             replay = ingest(spark, "orders", "lake", sink, dsn=dsn)
             assert replay.replayed and replay.run == step + 1
@@ -167,6 +177,11 @@ def test_ingest_after_a_crash_at_every_point_has_no_duplicates_and_no_gaps(
     assert max(frame_ids(lake).values()) == 1
     state = sql(dsn, "SELECT committed_run, planned_run FROM txnq.spark_ingestions")
     assert state == [(6, None)]
+    (listed,) = list_ingestions(dsn=dsn)
+    assert listed["name"] == "lake" and listed["topic"] == "orders"
+    assert listed["committed_offsets"] == {
+        p: o - 1 for p, o in committed_range("orders", dsn=dsn).ends().items()
+    }
 
 
 def test_the_data_source_reads_batches_and_streams_exactly_once(

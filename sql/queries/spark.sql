@@ -87,10 +87,6 @@ SELECT s.tc_id, s.txn_seq, s.state, s.checkpoint_id, t.state AS txn_state, t.rea
  WHERE s.transactional_id = %(transactional_id)s
  ORDER BY s.checkpoint_id NULLS LAST, s.tc_id, s.txn_seq
 
--- name: sink_last_checkpoint
-SELECT max(checkpoint_id) AS checkpoint_id FROM txnq.sink_transactions
- WHERE transactional_id = %(transactional_id)s
-
 -- name: sink_session_epoch
 -- The current session of a transactional id, held FOR SHARE until the caller's
 -- commit: a newer session (init_transactional_id_v1 updates the row) waits

@@ -24,6 +24,7 @@ from txnq.spark.ingestion import (
     drop_ingestion,
     ingest,
     ingestion_offsets,
+    list_ingestions,
     parquet_sink,
 )
 from txnq.spark.ranges import CommittedRange
@@ -44,6 +45,7 @@ __all__ = [
     "ingestion_offsets",
     "jdbc_jar_config",
     "jdbc_target",
+    "list_ingestions",
     "parquet_sink",
     "read_committed",
     "register",

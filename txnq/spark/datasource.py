@@ -151,6 +151,19 @@ def _read_piece(piece: RangePiece) -> Iterator[tuple[Any, ...]]:
             )
 
 
+def _parallelism(options: dict[str, str], default: int) -> int:
+    raw = options.get("parallelism")
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidArgumentError(f"option parallelism must be a positive int, not {raw!r}")
+    return value
+
+
 def _pieces(committed: CommittedRange, dsn: str | None, slices: int) -> list[RangePiece]:
     return [
         RangePiece(dsn, committed.topic_id, partition, lo, hi)
@@ -172,7 +185,7 @@ class TxnqReader(DataSourceReader):  # type: ignore[misc, unused-ignore]
         self.range = _resolve(options, start, end)
 
     def partitions(self) -> Sequence[InputPartition]:
-        slices = int(self.options.get("parallelism", 2 * max(1, len(self.range.offsets))))
+        slices = _parallelism(self.options, 2 * max(1, len(self.range.offsets)))
         return _pieces(self.range, self.options.get("dsn"), slices) or [
             RangePiece(None, self.range.topic_id, 0, 0, 0)
         ]
@@ -217,7 +230,7 @@ class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc, unused-ign
             if int(e) > int(start.get(p, 0))
         }
         committed = CommittedRange(topic.topic, topic.topic_id, offsets)
-        slices = int(self.options.get("parallelism", 2 * max(1, len(offsets))))
+        slices = _parallelism(self.options, 2 * max(1, len(offsets)))
         return _pieces(committed, self.dsn, slices)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:

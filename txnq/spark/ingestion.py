@@ -171,6 +171,21 @@ def ingestion_offsets(name: str, *, dsn: str | None = None) -> dict[str, Any] | 
     }
 
 
+def list_ingestions(*, dsn: str | None = None) -> list[dict[str, Any]]:
+    """Every ingestion with its topic, committed run and offsets, and pending
+    plan (a run that did not commit: the next run repeats it)."""
+    with txnq.Client(dsn) as client:
+        rows = client.query("spark_ingestion_list", {})
+    return [
+        {
+            **row,
+            "committed_offsets": _by_partition(row["committed_offsets"]),
+            "planned_offsets": _by_partition(row["planned_offsets"]),
+        }
+        for row in rows
+    ]
+
+
 def drop_ingestion(name: str, *, dsn: str | None = None) -> bool:
     """Forget ingestion ``name`` (its next run starts at the earliest offsets);
     True if it existed."""
