@@ -63,6 +63,9 @@ def test_recovery_commits_what_the_checkpoint_completed_and_aborts_the_rest(dsn:
         # The old instance is a zombie now: it can commit nothing.
         with pytest.raises(errors.ProducerFencedError):
             engine.commit(second)
+        with pytest.raises(errors.ProducerFencedError):
+            engine.begin_transaction()
+        assert sql_value(dsn, "SELECT count(*) FROM txnq.sink_transactions") == 0
         with pytest.raises((errors.ProducerFencedError, errors.TransactionEndedError)):
             engine.send(third, "late")
             engine.pre_commit(third, 3)

@@ -92,3 +92,7 @@ SELECT s.tc_id, s.txn_seq, s.state, s.checkpoint_id, t.state AS txn_state, t.rea
 -- commit: a newer session (init_transactional_id_v1 updates the row) waits
 -- for it, or it sees the newer epoch.
 SELECT epoch FROM txnq.transactional_ids WHERE transactional_id = %(transactional_id)s FOR SHARE
+
+-- name: sink_session_lock
+-- Recovery holds the transactional id's row while it settles and fences.
+SELECT epoch FROM txnq.transactional_ids WHERE transactional_id = %(transactional_id)s FOR UPDATE

@@ -38,6 +38,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 import txnq
 from txnq import errors
@@ -133,6 +134,12 @@ class TwoPhaseCommitSink:
         committed_checkpoint``, abort the rest (``None``: no checkpoint
         completed, abort all), fence older sessions.
 
+        All of it is one PostgreSQL transaction that holds the transactional
+        id's row FOR UPDATE from the start: a zombie instance of the engine,
+        whose commit() and begin_transaction() take that row FOR SHARE, waits
+        and then finds itself fenced, so it can neither commit what recovery
+        aborts nor begin anything meanwhile.
+
         Raises :class:`PreparedTransactionLostError` (after settling all the
         others) when a transaction to commit had been aborted meanwhile.
         """
@@ -145,29 +152,35 @@ class TwoPhaseCommitSink:
         committed: list[tuple[TxnId, int]] = []
         aborted: list[TxnId] = []
         lost: list[str] = []
-        pending = self._client.query("sink_pending", {"transactional_id": self.transactional_id})
-        for row in pending:
-            txn_id = TxnId(int(row["tc_id"]), int(row["txn_seq"]))
-            checkpoint = row["checkpoint_id"]
-            commit = (
-                row["state"] == "PREPARED"
-                and committed_checkpoint is not None
-                and checkpoint <= committed_checkpoint
-            )
-            state, reason = self._end(txn_id, commit=commit, check_session=False)
-            if commit and state in ("COMMITTING", "COMMITTED"):
-                committed.append((txn_id, int(checkpoint)))
-            elif commit:
-                lost.append(f"{txn_id} (checkpoint {checkpoint}, aborted: {reason})")
-            else:
-                aborted.append(txn_id)
-        row = self._client.query(
-            "init_transactional_id", {"transactional_id": self.transactional_id}
-        )[0]
-        for tc_id, txn_seq in zip(row["fenced_tc_ids"], row["fenced_txn_seqs"], strict=True):
-            with contextlib.suppress(errors.TxnqError, psycopg.Error):
-                self._client.query("complete_txn", {"txn_tc": tc_id, "txn_seq": txn_seq})
-        self.epoch = int(row["epoch"])
+        ident = {"transactional_id": self.transactional_id}
+        with self._client.connection() as conn, conn.transaction():
+            conn.execute(QUERIES["sink_session_lock"], ident)
+            with conn.cursor(row_factory=dict_row) as cursor:
+                pending = cursor.execute(QUERIES["sink_pending"], ident).fetchall()
+            for row in pending:
+                txn_id = TxnId(int(row["tc_id"]), int(row["txn_seq"]))
+                checkpoint = row["checkpoint_id"]
+                commit = (
+                    row["state"] == "PREPARED"
+                    and committed_checkpoint is not None
+                    and checkpoint <= committed_checkpoint
+                )
+                state, reason = self._end_in(conn, txn_id, commit=commit)
+                if commit and state in ("COMMITTING", "COMMITTED"):
+                    committed.append((txn_id, int(checkpoint)))
+                elif commit:
+                    lost.append(f"{txn_id} (checkpoint {checkpoint}, aborted: {reason})")
+                else:
+                    aborted.append(txn_id)
+            session = conn.execute(QUERIES["init_transactional_id"], ident).fetchone()
+            assert session is not None
+            epoch, fenced_tc_ids, fenced_txn_seqs = session
+            for tc_id, txn_seq in zip(fenced_tc_ids, fenced_txn_seqs, strict=True):
+                # Open transactions of older sessions that no record names
+                # (e.g. a zombie began one just before): aborted by the fencing.
+                self._end_in(conn, TxnId(int(tc_id), int(txn_seq)), commit=False)
+                aborted.append(TxnId(int(tc_id), int(txn_seq)))
+        self.epoch = int(epoch)
         if lost:
             raise errors.PreparedTransactionLostError(
                 f"sink {self.transactional_id!r}: prepared transactions of completed checkpoints "
@@ -319,7 +332,6 @@ class TwoPhaseCommitSink:
     def _end(self, txn_id: TxnId, *, commit: bool, check_session: bool) -> tuple[str, str | None]:
         """Decide and complete ``txn_id`` and forget its record, in one
         PostgreSQL transaction; the state and reason that stand."""
-        params = {"txn_tc": txn_id.tc_id, "txn_seq": txn_id.seq}
         with self._client.connection() as conn, conn.transaction():
             if check_session:
                 epoch = conn.execute(
@@ -331,17 +343,23 @@ class TwoPhaseCommitSink:
                         f"newer one (epoch {None if epoch is None else epoch[0]}) recovered its "
                         "transactions; stop this instance"
                     )
-            try:
-                with conn.transaction():  # a savepoint: a failure keeps the outer transaction
-                    state, reason, _ = conn.execute(
-                        QUERIES["end_and_complete_txn"],
-                        {**params, "commit": commit, "reason": "client"},
-                    ).fetchone() or (None, None, None)
-            except psycopg.Error as exc:
-                if exc.sqlstate != "TQ014":  # a transaction that no longer exists: forget it
-                    raise
-                state, reason = "ABORTED", "missing"
-            conn.execute(
-                QUERIES["sink_forget"], {**params, "transactional_id": self.transactional_id}
-            )
+            return self._end_in(conn, txn_id, commit=commit)
+
+    def _end_in(
+        self, conn: psycopg.Connection[Any], txn_id: TxnId, *, commit: bool
+    ) -> tuple[str, str | None]:
+        """Decide and complete ``txn_id`` and forget its record inside the
+        caller's PostgreSQL transaction; the state and reason that stand."""
+        params = {"txn_tc": txn_id.tc_id, "txn_seq": txn_id.seq}
+        try:
+            with conn.transaction():  # a savepoint: a failure keeps the outer transaction
+                state, reason, _ = conn.execute(
+                    QUERIES["end_and_complete_txn"],
+                    {**params, "commit": commit, "reason": "client"},
+                ).fetchone() or (None, None, None)
+        except psycopg.Error as exc:
+            if exc.sqlstate != "TQ014":  # a transaction that no longer exists: forget it
+                raise
+            state, reason = "ABORTED", "missing"
+        conn.execute(QUERIES["sink_forget"], {**params, "transactional_id": self.transactional_id})
         return str(state), reason
