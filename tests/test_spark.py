@@ -27,7 +27,7 @@ from txnq.spark import (
     write_dataframe,
 )
 from txnq.spark import ingestion as ingest_module
-from txnq.spark.read import read_range
+from txnq.spark.read import COLUMNS, read_range
 
 
 def committed_ids(dsn: str, topic: str) -> Counter[tuple[int, int, int]]:
@@ -193,6 +193,8 @@ def test_the_data_source_reads_batches_and_streams_exactly_once(
         client.admin.create_topic("events", partitions=2)
         produce_with_transactions(client, "events", 3, "first")
         batch = spark.read.format("txnq").option("dsn", dsn).load("events")
+        assert batch.columns == list(COLUMNS)
+        assert read_committed(spark, "events", dsn=dsn).columns == list(COLUMNS)
         assert frame_ids(batch) == committed_ids(dsn, "events")
         one = batch.where("partition = 0").orderBy("offset").first()
         assert one is not None and one["properties"] is None and one["key"] is not None

@@ -53,13 +53,9 @@ from pyspark.sql.types import StructType
 
 from txnq.errors import InvalidArgumentError
 from txnq.spark.ranges import Bound, CommittedRange, check_bound, split
+from txnq.spark.read import SCHEMA_DDL
 
 NAME = "txnq"
-SCHEMA_DDL = (
-    "topic string, partition int, offset bigint, batch_index int, key binary, "
-    "properties map<string,string>, payload binary, publish_time timestamp, "
-    "event_time timestamp, txn_id string"
-)
 
 
 def register(spark: Any) -> None:

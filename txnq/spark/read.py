@@ -20,7 +20,8 @@ from txnq.spark.ranges import Bound, CommittedRange, check_bound, resolve, split
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# The view Spark reads, and the columns of every DataFrame of this module.
+# The view Spark reads, and the columns of every DataFrame of txnq.spark
+# (read_committed, ingest, and the data source's SCHEMA_DDL alike).
 VIEW = "txnq.committed_messages"
 COLUMNS = (
     "topic",
