@@ -6,12 +6,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 CODE := txnq workers migrations tests bench examples
 
-.PHONY: demo test lint bench standalone clean
+.PHONY: demo test lint bench bench-spark install-spark standalone clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,spark]"
 	touch $(STAMP)
 
 # Runs a short produce/consume demo on the embedded PostgreSQL under ./.txnq.
@@ -20,7 +20,7 @@ demo: $(STAMP)
 
 # Lint, type-check and run the test suite (TXNQ_TEST_DSN picks the server;
 # unset: testcontainers if Docker answers, else embedded PostgreSQL 18).
-test: lint
+test: lint install-spark
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -30,6 +30,29 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/produce_consume.py
+
+# Spark reading committed ranges over JDBC next to a plain JDBC read of the
+# same rows (docs/spark.md).
+bench-spark: $(STAMP) install-spark
+	$(PY) bench/spark.py
+
+# The PostgreSQL JDBC driver for Spark, without Maven: Debian's
+# libpostgresql-jdbc-java (/usr/share/java/postgresql.jar) when it is missing
+# and apt-get runs as root; otherwise say what to install (the Spark tests
+# skip, naming it). TXNQ_SPARK_JDBC_JAR points at a jar of your own instead.
+JDBC_JAR ?= /usr/share/java/postgresql.jar
+install-spark:
+	@if [ -n "$$TXNQ_SPARK_JDBC_JAR" ] || [ -f "$(JDBC_JAR)" ]; then \
+		true; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing the PostgreSQL JDBC driver (libpostgresql-jdbc-java)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpostgresql-jdbc-java >/dev/null \
+		|| { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpostgresql-jdbc-java >/dev/null; } \
+		|| echo "could not install libpostgresql-jdbc-java: Spark tests will skip"; \
+	else \
+		echo "no PostgreSQL JDBC jar at $(JDBC_JAR): install libpostgresql-jdbc-java (Debian/Ubuntu) or postgresql-jdbc (Fedora), or set TXNQ_SPARK_JDBC_JAR; Spark tests skip until then"; \
+	fi
+	@command -v java >/dev/null 2>&1 || echo "no java on PATH: Spark needs Java 17+ (openjdk-17-jre-headless); Spark tests skip until then"
 
 standalone: $(STAMP)
 	$(VENV)/bin/txnq standalone

@@ -118,3 +118,18 @@ class GcBusyError(TxnqError):
     """Storage GC could not go on now: another GC run holds its lock, or readers
     and appends held ``txnq.entries`` longer than the swap may wait. Nothing was
     lost or changed half-way; the next run (or a retry) picks it up."""
+
+
+class SparkUnavailableError(TxnqError):
+    """Spark cannot run here: no Java 17+, no PostgreSQL JDBC driver, no PySpark,
+    or a DSN that JDBC cannot reach (docs/spark.md says what to install)."""
+
+
+class IngestionBusyError(TxnqError):
+    """Another run of the same Spark ingestion is in progress."""
+
+
+class PreparedTransactionLostError(TransactionError):
+    """A two-phase-commit sink's prepared transaction, which the engine's
+    checkpoint says was committed, was aborted by txnq (its timeout passed
+    before the engine came back): its messages are lost."""

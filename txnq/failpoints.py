@@ -9,7 +9,9 @@ stop a client or a coordinator worker between two steps of a commit. Unset
 The names: ``client_after_decision`` (Transaction.commit/abort, after the
 decision, before the marker phase), ``after_partition_marker``,
 ``after_subscription``, ``before_finish``, ``after_finish`` (the coordinator
-worker's marker phase, see txnq.transaction.run_marker_phase).
+worker's marker phase, see txnq.transaction.run_marker_phase);
+``spark_ingest_after_plan``, ``spark_ingest_after_sink`` (a Spark ingestion
+run, see txnq.spark.ingestion).
 """
 
 from __future__ import annotations

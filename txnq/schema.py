@@ -381,3 +381,30 @@ staged_acks = Table(
     Column("batch_indexes", ARRAY(Integer), nullable=False),
     Column("batch_sizes", ARRAY(Integer), nullable=False),
 )
+
+
+# Incremental Spark ingestions and two-phase-commit sinks (revision 0009, docs/spark.md).
+spark_ingestions = Table(
+    "spark_ingestions",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("topic_id", Integer, nullable=False),
+    Column("committed_run", BigInteger, nullable=False),
+    Column("committed_offsets", ARRAY(BigInteger), nullable=False),
+    Column("planned_run", BigInteger),
+    Column("planned_offsets", ARRAY(BigInteger)),
+    Column("created_at", TZ, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+)
+
+sink_transactions = Table(
+    "sink_transactions",
+    metadata,
+    Column("transactional_id", Text, primary_key=True),
+    Column("tc_id", Integer, primary_key=True, autoincrement=False),
+    Column("txn_seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("state", Text, nullable=False),
+    Column("checkpoint_id", BigInteger),
+    Column("begun_at", TZ, nullable=False),
+    Column("prepared_at", TZ),
+)

@@ -90,6 +90,11 @@ class Settings:
     log_format: str = "auto"
     shutdown_timeout_seconds: float = 20.0
     coordinator_lease_seconds: float = 10.0
+    # Spark (docs/spark.md): the PostgreSQL JDBC jar (unset: the distribution's,
+    # e.g. /usr/share/java/postgresql.jar), and the Maven coordinates Spark
+    # fetches (spark.jars.packages) when there is no jar.
+    spark_jdbc_jar: str | None = None
+    spark_jdbc_package: str = "org.postgresql:postgresql:42.7.4"
 
     def __post_init__(self) -> None:
         if not 0 <= self.gc_minor_threshold < self.gc_major_threshold <= 1:

@@ -4,7 +4,7 @@ deferred trigger — the transactional outbox and the exactly-once processor,
 for Python and for any language through the SQL functions.
 
 Revision ID: 0010
-Revises: 0006
+Revises: 0009
 Create Date: 2026-11-23
 """
 
@@ -15,7 +15,7 @@ from alembic import op
 from txnq.migrate import apply_sql_files
 
 revision = "0010"
-down_revision = "0006"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

@@ -161,15 +161,16 @@ BEGIN
 
     -- The inspection views, and any view a later revision adds: revision
     -- 0005 granted the first ones; views only, never a table. Not
-    -- txnq.messages: it shows payloads, and the reader sees how the queue is
-    -- doing, not what it carries (a later view that shows payloads goes in
+    -- txnq.messages nor txnq.committed_messages (revision 0009, Spark's
+    -- committed range): they show payloads, and the reader sees how the queue
+    -- is doing, not what it carries (a later view that shows payloads goes in
     -- this list too).
     IF v_has_reader THEN
         GRANT USAGE ON SCHEMA txnq TO txnq_reader;
         FOR r IN
             SELECT c.oid::regclass AS rel FROM pg_catalog.pg_class c
              WHERE c.relnamespace = 'txnq'::regnamespace AND c.relkind IN ('v', 'm')
-               AND c.relname NOT IN ('messages')
+               AND c.relname NOT IN ('messages', 'committed_messages')
         LOOP
             EXECUTE format('GRANT SELECT ON %s TO txnq_reader', r.rel);
         END LOOP;
