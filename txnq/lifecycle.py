@@ -478,6 +478,7 @@ HOT_TABLES: tuple[str, ...] = (
     "transactional_ids",
     "txn_buffer_ongoing",
     "pending_acks",
+    "claims",  # shared subscriptions: a row per message in flight (revision 0008)
 )
 VACUUM = sql.SQL("VACUUM (ANALYZE) {}")
 
