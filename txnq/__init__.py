@@ -16,7 +16,7 @@ with client.new_transaction() as txn:   # produce and acknowledge atomically
 from txnq import errors
 from txnq.admin import Admin, TopicInfo
 from txnq.client import Client
-from txnq.consumer import Consumer
+from txnq.consumer import Backoff, Consumer, DeadLetterPolicy
 from txnq.messages import Message, MessageId
 from txnq.producer import PendingSend, Producer
 from txnq.settings import Settings, load_settings
@@ -24,8 +24,10 @@ from txnq.transaction import Transaction, TxnId
 
 __all__ = [
     "Admin",
+    "Backoff",
     "Client",
     "Consumer",
+    "DeadLetterPolicy",
     "Message",
     "MessageId",
     "PendingSend",
