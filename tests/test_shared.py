@@ -189,7 +189,10 @@ def test_a_killed_shared_consumer_loses_its_claims_to_the_others(
 def test_a_slow_shared_consumer_keeps_what_it_holds(client: txnq.Client) -> None:
     client.admin.create_topic("jobs")
     client.producer("jobs").send("long job")
-    with shared(client, "slow", lease="600ms") as slow, shared(client, "idle", lease="600ms") as idle:
+    with (
+        shared(client, "slow", lease="600ms") as slow,
+        shared(client, "idle", lease="600ms") as idle,
+    ):
         message = receive_messages(slow, 1)[0]
         time.sleep(2.0)  # three leases: renewed by the client library meanwhile
         assert_nothing_more(idle, 0.3)
@@ -288,7 +291,9 @@ def test_a_message_goes_to_the_dead_letter_topic_after_max_redeliveries(
     client.admin.create_topic("jobs")
     event_time = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     with client.producer("jobs") as producer:
-        poison = producer.send(b"\x00poison", key="k9", properties={"a": "1"}, event_time=event_time)
+        poison = producer.send(
+            b"\x00poison", key="k9", properties={"a": "1"}, event_time=event_time
+        )
         producer.send("fine")
     policy = txnq.DeadLetterPolicy(max_redeliver_count=2)
     with shared(client, dead_letter_policy=policy, negative_ack_redelivery_delay=0) as consumer:
