@@ -65,13 +65,29 @@ BEGIN
     IF p_txn_tc IS NOT NULL THEN
         PERFORM txnq.txn_require_open_v1(p_txn_tc, p_txn_seq);
     END IF;
+    IF -1 = ANY (p_batch_indexes) THEN
+        -- A whole entry: every outstanding message of it (and the entry itself,
+        -- so a transaction still finds an entry that is not outstanding).
+        SELECT array_agg(x.o), array_agg(x.i) INTO p_offsets, p_batch_indexes FROM (
+            SELECT u.o, u.i FROM unnest(p_offsets, p_batch_indexes) AS u(o, i) WHERE u.i >= 0
+            UNION
+            SELECT c.entry_offset, c.batch_index FROM txnq.claims c
+              JOIN unnest(p_offsets, p_batch_indexes) AS u(o, i) ON u.i < 0 AND c.entry_offset = u.o
+             WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
+            UNION
+            SELECT u.o, 0 FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
+             WHERE u.i < 0 AND NOT EXISTS (
+                   SELECT 1 FROM txnq.claims c
+                    WHERE c.topic_id = p_topic_id AND c.partition = p_partition
+                      AND c.subscription_id = p_subscription_id AND c.entry_offset = u.o)) AS x;
+    END IF;
 
     -- Pending in another transaction: a conflict (invariant 4).
     SELECT c.txn_tc AS held_tc, c.txn_seq AS held_seq, c.entry_offset AS o INTO v_conflict
       FROM txnq.claims c
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
-       AND EXISTS (SELECT 1 FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
-                    WHERE u.o = c.entry_offset AND (u.i < 0 OR u.i = c.batch_index))
+       AND c.entry_offset = ANY (p_offsets)  -- an index condition whatever the statistics say
+           AND (c.entry_offset, c.batch_index) IN (SELECT u.o, u.i FROM unnest(p_offsets, p_batch_indexes) AS u(o, i))
        AND c.txn_tc IS NOT NULL
        AND (p_txn_tc IS NULL OR c.txn_tc <> p_txn_tc OR c.txn_seq <> p_txn_seq)
      LIMIT 1;
@@ -91,8 +107,8 @@ BEGIN
         -- lock and left alone.)
         DELETE FROM txnq.claims c
          WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
-           AND EXISTS (SELECT 1 FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
-                        WHERE u.o = c.entry_offset AND (u.i < 0 OR u.i = c.batch_index))
+           AND c.entry_offset = ANY (p_offsets)  -- an index condition whatever the statistics say
+           AND (c.entry_offset, c.batch_index) IN (SELECT u.o, u.i FROM unnest(p_offsets, p_batch_indexes) AS u(o, i))
            AND c.txn_tc IS NULL;
         GET DIAGNOSTICS v_count = ROW_COUNT;
         PERFORM 1 FROM txnq.cursors c
@@ -111,13 +127,12 @@ BEGIN
       FROM (SELECT c.entry_offset AS o, c.batch_index AS i, c.batch_size AS size
               FROM txnq.claims c
              WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
-               AND EXISTS (SELECT 1 FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
-                            WHERE u.o = c.entry_offset AND (u.i < 0 OR u.i = c.batch_index))
+               AND c.entry_offset = ANY (p_offsets)  -- an index condition whatever the statistics say
+           AND (c.entry_offset, c.batch_index) IN (SELECT u.o, u.i FROM unnest(p_offsets, p_batch_indexes) AS u(o, i))
              ORDER BY c.entry_offset, c.batch_index
                FOR UPDATE) AS x;
     SELECT u.o, u.i INTO v_missing FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
-     WHERE NOT EXISTS (SELECT 1 FROM unnest(v_offsets, v_indexes) AS t(o, i)
-                        WHERE t.o = u.o AND (u.i < 0 OR t.i = u.i))
+     WHERE NOT EXISTS (SELECT 1 FROM unnest(v_offsets, v_indexes) AS t(o, i) WHERE t.o = u.o AND t.i = u.i)
      LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ012',

@@ -148,10 +148,12 @@ BEGIN
                       c.delivered AS delivered
         )
         SELECT a.p, a.o, a.i, a.size, e.publish_time, e.producer_id, e.first_sequence + a.i,
-               e.payloads[a.i + 1], e.keys[a.i + 1], e.properties[a.i + 1], e.event_times[a.i + 1],
-               a.delivered - 1
-          FROM again a
-          JOIN txnq.entries e ON e.topic_id = p_topic_id AND e.partition = a.p AND e.entry_offset = a.o
+               u.value, u.k, u.props, u.at, a.delivered - 1
+          FROM txnq.entries e
+          CROSS JOIN LATERAL unnest(e.payloads, e.keys, e.properties, e.event_times)
+                             WITH ORDINALITY AS u(value, k, props, at, n)
+          JOIN again a ON a.p = e.partition AND a.o = e.entry_offset AND a.i = u.n - 1
+         WHERE e.topic_id = p_topic_id AND (e.partition, e.entry_offset) IN (SELECT x.p, x.o FROM again x)
          ORDER BY a.p, a.o, a.i;
         GET DIAGNOSTICS v_rows = ROW_COUNT;
         v_taken := v_rows;
@@ -238,10 +240,13 @@ BEGIN
             RETURNING c.entry_offset AS o, c.batch_index AS i, c.batch_size AS size, c.delivered AS delivered
         )
         SELECT v_p, a.o, a.i, a.size, e.publish_time, e.producer_id, e.first_sequence + a.i,
-               e.payloads[a.i + 1], e.keys[a.i + 1], e.properties[a.i + 1], e.event_times[a.i + 1],
-               a.delivered - 1
-          FROM again a
-          JOIN txnq.entries e ON e.topic_id = p_topic_id AND e.partition = v_p AND e.entry_offset = a.o
+               u.value, u.k, u.props, u.at, a.delivered - 1
+          FROM txnq.entries e
+          CROSS JOIN LATERAL unnest(e.payloads, e.keys, e.properties, e.event_times)
+                             WITH ORDINALITY AS u(value, k, props, at, n)
+          JOIN again a ON a.o = e.entry_offset AND a.i = u.n - 1
+         WHERE e.topic_id = p_topic_id AND e.partition = v_p
+           AND e.entry_offset IN (SELECT x.o FROM again x)
          ORDER BY a.o, a.i;
         GET DIAGNOSTICS v_rows = ROW_COUNT;
         v_taken := v_taken + v_rows;

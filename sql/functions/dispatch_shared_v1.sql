@@ -70,14 +70,15 @@ BEGIN
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id;
     RETURN QUERY
     WITH messages AS (
-        SELECT e.entry_offset AS o, i.n AS i, e.message_count AS size, e.publish_time AS published,
-               e.producer_id AS pid, e.first_sequence + i.n AS seq,
-               e.payloads[i.n + 1] AS value, e.keys[i.n + 1] AS k, e.properties[i.n + 1] AS props,
-               e.event_times[i.n + 1] AS at,
+        -- unnest, not payloads[i]: subscripting detoasts the whole array per message.
+        SELECT e.entry_offset AS o, (u.n - 1)::integer AS i, e.message_count AS size,
+               e.publish_time AS published, e.producer_id AS pid, e.first_sequence + u.n - 1 AS seq,
+               u.value, u.k, u.props, u.at,
                p_hand_out AND (d.deliver_at IS NULL OR d.deliver_at <= v_now) AS mine,
                d.deliver_at
           FROM txnq.entries e
-          CROSS JOIN LATERAL generate_series(0, e.message_count - 1) AS i(n)
+          CROSS JOIN LATERAL unnest(e.payloads, e.keys, e.properties, e.event_times)
+                             WITH ORDINALITY AS u(value, k, props, at, n)
           LEFT JOIN txnq.delayed_entries d
             ON d.topic_id = e.topic_id AND d.partition = e.partition AND d.entry_offset = e.entry_offset
          WHERE e.topic_id = p_topic_id AND e.partition = p_partition

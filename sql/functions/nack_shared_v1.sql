@@ -31,7 +31,7 @@ BEGIN
        SET consumer_id = NULL, visible_at = clock_timestamp() + make_interval(secs => u.d), reason = 'nack'
       FROM unnest(p_offsets, p_batch_indexes, p_delays) AS u(o, i, d)
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
-       AND c.entry_offset = u.o AND c.batch_index = u.i
+       AND c.entry_offset = ANY (p_offsets) AND c.entry_offset = u.o AND c.batch_index = u.i
        AND c.consumer_id = p_consumer_id AND c.txn_tc IS NULL;
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
