@@ -47,9 +47,7 @@ CREATE TABLE IF NOT EXISTS txnq_bench_queue (
 )
 """
 PLAIN_FILL = "INSERT INTO txnq_bench_queue (payload) SELECT p FROM unnest(%b::bytea[]) AS p"
-PLAIN_CLAIM = (
-    "SELECT id, payload FROM txnq_bench_queue ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
-)
+PLAIN_CLAIM = "SELECT id, payload FROM txnq_bench_queue ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED"
 PLAIN_DELETE = "DELETE FROM txnq_bench_queue WHERE id = ANY(%s)"
 
 
@@ -101,9 +99,7 @@ def run(target: Any, args: tuple[Any, ...], consumers: int, expected: int) -> fl
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(consumers + 1)
     out = ctx.Queue()
-    processes = [
-        ctx.Process(target=target, args=(*args, barrier, out)) for _ in range(consumers)
-    ]
+    processes = [ctx.Process(target=target, args=(*args, barrier, out)) for _ in range(consumers)]
     for process in processes:
         process.start()
     barrier.wait(timeout=60)

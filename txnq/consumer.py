@@ -728,6 +728,13 @@ class Consumer:
                 self._forget_partition(p)
             self._heartbeat_due = 0.0  # reload positions before the next fetch
             self._cond.notify_all()
+        if self._shared:
+            # Claims this consumer made after the seek but dropped from its queue
+            # just now must not stay held: give everything it holds back.
+            self._ack_call(
+                "release_claims",
+                {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
+            )
         self._wake_fetcher()
 
     def unsubscribe(self) -> None:
@@ -1013,7 +1020,6 @@ class Consumer:
         """Claim messages for a shared or key_shared subscription (one claim_v1 call)."""
         with self._cond:
             room = self._queue_size - len(self._queue)
-            epochs = dict(self._epoch)
         if room <= 0:
             return 0
         policy = self._dead_letter_policy
@@ -1069,13 +1075,9 @@ class Consumer:
             ) in rows
         ]
         with self._cond:
-            # A seek meanwhile (the epoch of a partition grew): drop what it reset.
-            messages = [
-                m
-                for m in messages
-                if self._epoch.get(m.message_id.partition, 0)
-                == epochs.get(m.message_id.partition, 0)
-            ]
+            # Kept even when a seek happened meanwhile: these claims are this
+            # consumer's, whichever side of the seek they were made on (at
+            # worst a message is delivered twice; dropping it could strand it).
             self._queue.extend(messages)
             self._cond.notify_all()
         return len(messages)

@@ -44,6 +44,8 @@ DECLARE
     v_dispatch bigint;
     v_limit bigint;
     v_upto bigint;
+    v_count integer := 0;
+    r record;
     v_now timestamptz := clock_timestamp();
 BEGIN
     SELECT c.dispatch_offset INTO v_dispatch FROM txnq.cursors c
@@ -54,15 +56,19 @@ BEGIN
     IF v_dispatch IS NULL OR v_limit IS NULL OR v_limit <= v_dispatch OR p_room < 1 THEN
         RETURN;
     END IF;
-    -- The last entry to take: whole entries until p_room messages are reached.
-    SELECT max(x.entry_offset) INTO v_upto FROM (
-        SELECT e.entry_offset, sum(e.message_count) OVER (ORDER BY e.entry_offset) - e.message_count AS before
-          FROM txnq.entries e
+    -- The last entry to take: whole entries until p_room messages are reached
+    -- (usually the first entry or few: a loop stops reading there).
+    FOR r IN
+        SELECT e.entry_offset, e.message_count FROM txnq.entries e
          WHERE e.topic_id = p_topic_id AND e.partition = p_partition
            AND e.entry_offset > v_dispatch AND e.entry_offset <= v_limit
          ORDER BY e.entry_offset
-         LIMIT p_room) AS x
-     WHERE x.before < p_room;
+         LIMIT p_room
+    LOOP
+        v_upto := r.entry_offset;
+        v_count := v_count + r.message_count;
+        EXIT WHEN v_count >= p_room;
+    END LOOP;
     IF v_upto IS NULL THEN
         RETURN;
     END IF;
