@@ -7,9 +7,11 @@ Without --dsn (and TXNQ_DSN) it uses the embedded PostgreSQL under ./.txnq.
 Messages are 100 bytes on a 4-partition topic, produced beforehand (entries of
 --batch messages). Each consumer is its own process (no shared GIL) and loops:
 receive up to --batch messages (claim_v1 takes up to --batch per call:
-receiver_queue_size = --batch), acknowledge them in one call. A fresh
-subscription per run starts at the earliest message; the figure is messages
-over the time from the start signal to the last acknowledgement.
+receiver_queue_size = --batch), acknowledge them in one call, until all
+messages are consumed (a shared counter). A fresh subscription per run starts
+at the earliest message; the figure is messages over the time from the start
+signal to the last acknowledgement; the run fails unless every message was
+consumed exactly once in total.
 
 The PostgreSQL reference is the classic work-queue loop on a plain table with
 the same rows and consumer processes: per batch one transaction of
@@ -39,6 +41,7 @@ import txnq
 PAYLOAD_BYTES = 100
 PARTITIONS = 4
 CONSUMER_COUNTS = (1, 2, 4)
+IDLE_LIMIT_SECONDS = 30.0
 
 PLAIN_TABLE = """
 CREATE TABLE IF NOT EXISTS txnq_bench_queue (
@@ -52,7 +55,7 @@ PLAIN_DELETE = "DELETE FROM txnq_bench_queue WHERE id = ANY(%s)"
 
 
 def txnq_consumer(
-    dsn: str, topic: str, subscription: str, batch: int, barrier: Barrier, out: Any
+    dsn: str, topic: str, subscription: str, batch: int, barrier: Barrier, done: Any, out: Any
 ) -> None:
     count = 0
     with txnq.Client(dsn) as client:
@@ -66,31 +69,41 @@ def txnq_consumer(
         )
         barrier.wait()
         last = time.perf_counter()
-        while True:
-            messages = consumer.batch_receive(max_messages=batch, timeout="500ms")
+        while not finished(done, last):
+            messages = consumer.batch_receive(max_messages=batch, timeout="200ms")
             if not messages:
-                break
+                continue
             consumer.acknowledge(messages)
             count += len(messages)
             last = time.perf_counter()
+            with done.get_lock():
+                done.value -= len(messages)
         consumer.close()
     out.put((count, last))
 
 
-def plain_consumer(dsn: str, batch: int, barrier: Barrier, out: Any) -> None:
+def finished(done: Any, last: float) -> bool:
+    """Everything is consumed, or nothing came for a long while (then run() fails)."""
+    return bool(done.value <= 0) or time.perf_counter() - last > IDLE_LIMIT_SECONDS
+
+
+def plain_consumer(dsn: str, batch: int, barrier: Barrier, done: Any, out: Any) -> None:
     count = 0
     with psycopg.connect(dsn, autocommit=True) as conn:
         barrier.wait()
         last = time.perf_counter()
-        while True:
+        while not finished(done, last):
             with conn.transaction():
                 rows = conn.execute(PLAIN_CLAIM, (batch,)).fetchall()
                 if rows:
                     conn.execute(PLAIN_DELETE, ([r[0] for r in rows],))
             if not rows:
-                break
+                time.sleep(0.01)
+                continue
             count += len(rows)
             last = time.perf_counter()
+            with done.get_lock():
+                done.value -= len(rows)
     out.put((count, last))
 
 
@@ -98,8 +111,11 @@ def run(target: Any, args: tuple[Any, ...], consumers: int, expected: int) -> fl
     """Start ``consumers`` processes, release them together; messages per second."""
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(consumers + 1)
+    done = ctx.Value("q", expected)  # messages still to consume
     out = ctx.Queue()
-    processes = [ctx.Process(target=target, args=(*args, barrier, out)) for _ in range(consumers)]
+    processes = [
+        ctx.Process(target=target, args=(*args, barrier, done, out)) for _ in range(consumers)
+    ]
     for process in processes:
         process.start()
     barrier.wait(timeout=60)
