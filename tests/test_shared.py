@@ -433,7 +433,8 @@ def test_key_shared_keeps_each_key_in_order_while_consumers_come_and_go(
             with lock:
                 seen.append((key, int(seq), consumer.name))
                 trace.append(
-                    f"{key}:{seq}@{consumer.name}/{consumer.consumer_id} r{message.redelivery_count}"
+                    f"{key}:{seq}@{consumer.name}/{consumer.consumer_id}"
+                    f" r{message.redelivery_count}"
                 )
             time.sleep(rng.random() * 0.002)
             try:
