@@ -356,6 +356,18 @@ def test_bad_uses_of_an_application_transaction_fail_and_stage_nothing(
     with pytest.raises(errors.TransactionEndedError):
         txn.send("orders", b"x")
     conn.rollback()
+    txn = txnq.attach(conn)
+    with (
+        client.producer("orders") as producer,
+        pytest.raises(errors.InvalidArgumentError, match="deliver_after"),
+    ):
+        producer.send_async(b"x", txn=txn, deliver_after="1m")
+    with client.subscribe("orders", "work", subscription_type="shared") as shared:
+        with pytest.raises(errors.InvalidArgumentError, match="shared"):
+            shared.process(conn)
+        with pytest.raises(errors.InvalidArgumentError, match="shared"):
+            shared.acknowledge(txnq.MessageId("orders", 0, 0, 0), txn=txn)
+    conn.rollback()
     assert sql_value(dsn, "SELECT count(*) FROM txnq.staged_sends") == 0
     assert sql(dsn, "SELECT payload FROM txnq.messages") == [(b"fine inside a transaction block",)]
 

@@ -332,7 +332,19 @@ def test_a_bad_partition_count_is_refused(
         pytest.param({"subscription_type": "fanout"}, "must be one of", id="type"),
         pytest.param({"subscription_type": "Exclusive"}, "must be one of", id="type-case"),
         pytest.param({"subscription_type": None}, "must be one of", id="type-None"),
-        pytest.param({"subscription_type": "shared"}, "not available", id="shared"),
+        pytest.param(
+            {"ack_timeout": "1s"}, "for shared and key_shared", id="ack-timeout-exclusive"
+        ),
+        pytest.param(
+            {"subscription_type": "shared", "ack_timeout": "0s"},
+            "ack_timeout",
+            id="ack-timeout-zero",
+        ),
+        pytest.param(
+            {"subscription_type": "shared", "dead_letter_policy": 3},
+            "DeadLetterPolicy",
+            id="dead-letter-policy-type",
+        ),
         pytest.param({"isolation": "serializable"}, "must be one of", id="isolation"),
         pytest.param({"initial_position": "middle"}, "must be one of", id="position"),
         pytest.param({"initial_position": None}, "must be one of", id="position-None"),

@@ -337,7 +337,7 @@ def test_an_unreachable_database_is_refused_in_one_line(dsn: str) -> None:
 
 def test_usage_errors_exit_2() -> None:
     assert txnq("consume", "orders").exit_code == 2  # --subscription is required
-    assert txnq("consume", "orders", "-s", "s", "--type", "shared").exit_code == 2
+    assert txnq("consume", "orders", "-s", "s", "--type", "fanout").exit_code == 2
     assert txnq("topics", "frobnicate").exit_code == 2
 
 

@@ -19,7 +19,7 @@ from txnq import errors
 from txnq.admin import Admin, TopicInfo
 from txnq.app_transaction import AttachedTransaction, attach
 from txnq.client import Client
-from txnq.consumer import Consumer
+from txnq.consumer import Backoff, Consumer, DeadLetterPolicy
 from txnq.messages import Message, MessageId
 from txnq.producer import PendingSend, Producer
 from txnq.settings import Settings, load_settings
@@ -28,8 +28,10 @@ from txnq.transaction import Transaction, TxnId
 __all__ = [
     "Admin",
     "AttachedTransaction",
+    "Backoff",
     "Client",
     "Consumer",
+    "DeadLetterPolicy",
     "Message",
     "MessageId",
     "PendingSend",

@@ -1359,7 +1359,7 @@ def consume(
         ),
     ],
     subscription_type: Annotated[
-        Literal["exclusive", "failover"],
+        Literal["exclusive", "failover", "shared", "key_shared"],
         typer.Option("--type", "-t", help="Subscription type."),
     ] = "exclusive",
     initial_position: Annotated[
@@ -1396,7 +1396,8 @@ def consume(
     Prints partition, offset, index in the batch, key, properties and the value
     (UTF-8 text, else hex); with --json one JSON object per line. Stops after
     --count messages, after --timeout without a message, or on Ctrl-C, then
-    acknowledges what it printed (cumulatively, per partition) unless --no-ack.
+    acknowledges what it printed (cumulatively, per partition; one by one on
+    shared and key_shared subscriptions) unless --no-ack.
     """
     idle_limit = parse_duration(timeout, what="--timeout")
     received = _Received()
@@ -1413,7 +1414,9 @@ def consume(
                 _receive_and_print(consumer, received, count, idle_limit, as_json)
         except KeyboardInterrupt:
             pass  # Ctrl-C or SIGTERM, the normal end of `--timeout 0`
-        if not no_ack:
+        if not no_ack and subscription_type in ("shared", "key_shared"):
+            consumer.acknowledge(received.every)
+        elif not no_ack:
             for message in received.last.values():
                 consumer.acknowledge_cumulative(message)
         consumer.close()
@@ -1426,10 +1429,12 @@ def consume(
 
 @dataclasses.dataclass
 class _Received:
-    """What ``consume`` printed: how many, and the last message of each partition."""
+    """What ``consume`` printed: how many, the last message of each partition,
+    and every message (shared subscriptions acknowledge one by one)."""
 
     count: int = 0
     last: dict[int, Message] = dataclasses.field(default_factory=dict)
+    every: list[Message] = dataclasses.field(default_factory=list)
 
 
 def _receive_and_print(
@@ -1452,6 +1457,7 @@ def _receive_and_print(
         # a printed message unacknowledged.
         for message in batch:
             received.last[message.partition] = message
+            received.every.append(message)
         received.count += len(batch)
         if as_json:
             for message in batch:

@@ -7,8 +7,22 @@ refused with ConsumerBusyError. ``failover`` — many consumers, one active per
 partition: with consumers sorted by (priority, name), partition ``p`` belongs
 to consumer ``p mod n``; when a consumer goes away (close, or its lease runs
 out) the next heartbeat of the others hands its partitions over, and what it
-had not acknowledged is delivered again. ``shared`` and ``key_shared`` are
-not available yet and are refused with a clear error.
+had not acknowledged is delivered again. ``shared`` — many consumers, each
+message to one of them at a time: consumers claim messages in
+``txnq.claims`` (``txnq.claim_v1``, FOR UPDATE SKIP LOCKED), acknowledge them
+individually (a cumulative ack is an error, as in Pulsar), and what a consumer
+does not acknowledge comes back: after ``negative_acknowledge`` (with an
+optional exponential ``negative_ack_backoff``), after ``ack_timeout`` (off by
+default), or when the consumer dies (its lease runs out). A
+``dead_letter_policy`` moves a message delivered more than
+``max_redeliver_count`` + 1 times to ``<topic>-<subscription>-DLQ``;
+``reconsume_later`` acknowledges a message and sends a copy to
+``<topic>-<subscription>-RETRY``, which the consumer also reads.
+``key_shared`` — shared, but the messages of one key go to one consumer (a
+consistent hash of the key over the live consumers), in order, also while
+consumers come and go. Delayed messages (``send(..., deliver_after=...)``)
+wait on shared and key_shared subscriptions. docs/subscriptions.md has the
+details and the guarantees.
 
 Liveness is a lease renewed by a heartbeat (every third of ``lease``), not a
 guess. New data wakes a waiting consumer through LISTEN/NOTIFY — one NOTIFY
@@ -44,16 +58,91 @@ from txnq.storage import connect, translate, translated_errors
 if TYPE_CHECKING:
     from txnq.app_transaction import AttachedTransaction
     from txnq.client import Client
+    from txnq.producer import Producer
     from txnq.transaction import Transaction
 
 SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
-AVAILABLE_TYPES = ("exclusive", "failover")
+SHARED_TYPES = ("shared", "key_shared")
 ISOLATIONS = ("read_committed", "read_uncommitted")
 INITIAL_POSITIONS = ("earliest", "latest")
 FETCH_MAX_BYTES = 8 * 1024 * 1024
+#: Most messages one claim_v1 call takes (shared and key_shared subscriptions).
+CLAIM_MAX_MESSAGES = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class Backoff:
+    """Exponential redelivery delay for negative acknowledgements (Pulsar's
+    MultiplierRedeliveryBackoff): ``min_delay * multiplier ** redelivery_count``,
+    at most ``max_delay``."""
+
+    min_delay: Duration = "1s"
+    max_delay: Duration = "60s"
+    multiplier: float = 2.0
+
+    def __post_init__(self) -> None:
+        low = parse_duration(self.min_delay, what="min_delay")
+        high = parse_duration(self.max_delay, what="max_delay")
+        if high < low:
+            raise errors.InvalidArgumentError(
+                f"max_delay ({high:g}s) must not be below min_delay ({low:g}s)"
+            )
+        if (
+            isinstance(self.multiplier, bool)
+            or not isinstance(self.multiplier, int | float)
+            or self.multiplier < 1
+        ):
+            raise errors.InvalidArgumentError(
+                f"multiplier must be a number of at least 1, got {self.multiplier!r}"
+            )
+
+    def delay(self, redelivery_count: int) -> float:
+        """Seconds before a message nacked at this redelivery count comes back."""
+        low = parse_duration(self.min_delay, what="min_delay")
+        high = parse_duration(self.max_delay, what="max_delay")
+        return float(min(high, low * float(self.multiplier) ** min(redelivery_count, 64)))
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetterPolicy:
+    """Pulsar's DeadLetterPolicy, for shared and key_shared subscriptions: a
+    message delivered more than ``max_redeliver_count`` + 1 times goes to
+    ``dead_letter_topic`` (default ``<topic>-<subscription>-DLQ``, created
+    when missing) with its payload, key and properties plus REAL_TOPIC,
+    REAL_SUBSCRIPTION, ORIGIN_MESSAGE_ID, REDELIVERY_COUNT and
+    DEAD_LETTER_REASON, and is acknowledged on the subscription in the same
+    PostgreSQL transaction. ``retry_letter_topic`` (default
+    ``<topic>-<subscription>-RETRY``) is where ``reconsume_later`` sends."""
+
+    max_redeliver_count: int
+    dead_letter_topic: str | None = None
+    retry_letter_topic: str | None = None
+
+    def __post_init__(self) -> None:
+        value = self.max_redeliver_count
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise errors.InvalidArgumentError(
+                f"max_redeliver_count must be an int of at least 0, got {value!r}"
+            )
+        for label, name in (
+            ("dead_letter_topic", self.dead_letter_topic),
+            ("retry_letter_topic", self.retry_letter_topic),
+        ):
+            if name is not None:
+                validate_name(name, label.replace("_", " "))
 
 
 _ATTACHED_TYPE: type | None = None
+
+
+# Application transactions stage acks that publish_staged_v1 applies to the
+# cursor at the caller's COMMIT; a shared subscription's acks delete claims
+# instead (ack_shared_v1), which staging does not do yet, so the two do not mix.
+_ATTACHED_SHARED = (
+    "application transactions (txnq.attach, consumer.process) acknowledge on exclusive and "
+    "failover subscriptions only; on a shared or key_shared subscription acknowledge with a "
+    "txnq transaction (client.new_transaction()) instead"
+)
 
 
 def _attached(txn: object) -> bool:
@@ -74,7 +163,12 @@ class Consumer:
     "read_uncommitted"), ``consumer_name``, ``priority`` (failover order, lower
     first), ``receiver_queue_size`` (messages prefetched, 1000),
     ``negative_ack_redelivery_delay`` ("1m"), ``lease`` (CONSUMER_LEASE_SECONDS),
-    ``poll_interval`` (POLL_INTERVAL_SECONDS).
+    ``poll_interval`` (POLL_INTERVAL_SECONDS). Shared and key_shared only:
+    ``ack_timeout`` (None: off; a message not acknowledged this long after it
+    was claimed is delivered again), ``negative_ack_backoff`` (a
+    :class:`Backoff`; replaces the fixed nack delay), ``dead_letter_policy``
+    (a :class:`DeadLetterPolicy`), ``retry_enable`` (read the retry-letter
+    topic too, for ``reconsume_later``).
     """
 
     def __init__(
@@ -92,6 +186,11 @@ class Consumer:
         negative_ack_redelivery_delay: Duration = "1m",
         lease: Duration | None = None,
         poll_interval: Duration | None = None,
+        ack_timeout: Duration | None = None,
+        negative_ack_backoff: Backoff | None = None,
+        dead_letter_policy: DeadLetterPolicy | None = None,
+        retry_enable: bool = False,
+        _retry_parent: Consumer | None = None,
     ) -> None:
         self._client = client
         self.subscription = validate_name(subscription, "subscription")
@@ -99,11 +198,41 @@ class Consumer:
             raise errors.InvalidArgumentError(
                 f"subscription_type must be one of {SUBSCRIPTION_TYPES}, not {subscription_type!r}"
             )
-        if subscription_type not in AVAILABLE_TYPES:
+        self._shared = subscription_type in SHARED_TYPES
+        if not self._shared:
+            for label, option in (
+                ("ack_timeout", ack_timeout),
+                ("negative_ack_backoff", negative_ack_backoff),
+                ("dead_letter_policy", dead_letter_policy),
+            ):
+                if option is not None:
+                    raise errors.InvalidArgumentError(
+                        f"{label} is for shared and key_shared subscriptions, "
+                        f"not {subscription_type} ones"
+                    )
+            if retry_enable:
+                raise errors.InvalidArgumentError(
+                    f"retry_enable is for shared and key_shared subscriptions, "
+                    f"not {subscription_type} ones"
+                )
+        if negative_ack_backoff is not None and not isinstance(negative_ack_backoff, Backoff):
             raise errors.InvalidArgumentError(
-                f"{subscription_type} subscriptions are not available in this version of txnq; "
-                f"use one of {AVAILABLE_TYPES}"
+                "negative_ack_backoff must be a txnq.Backoff, "
+                f"not {type(negative_ack_backoff).__name__}"
             )
+        if dead_letter_policy is not None and not isinstance(dead_letter_policy, DeadLetterPolicy):
+            raise errors.InvalidArgumentError(
+                "dead_letter_policy must be a txnq.DeadLetterPolicy, "
+                f"not {type(dead_letter_policy).__name__}"
+            )
+        if not isinstance(retry_enable, bool):
+            raise errors.InvalidArgumentError(f"retry_enable must be a bool, got {retry_enable!r}")
+        self._ack_timeout = (
+            None
+            if ack_timeout is None
+            else parse_duration(ack_timeout, what="ack_timeout", allow_zero=False)
+        )
+        self._backoff = negative_ack_backoff
         if initial_position not in INITIAL_POSITIONS:
             raise errors.InvalidArgumentError(
                 f"initial_position must be one of {INITIAL_POSITIONS}, not {initial_position!r}"
@@ -143,10 +272,27 @@ class Consumer:
         self.topic = self._topic.name
         self._topic_id = self._topic.topic_id
         self._channel = f"txnq_topic_{self._topic_id}"
+        self._dead_letter_policy = dead_letter_policy
+        self._dead_letter_topic_id: int | None = None
+        self._retry_topic: str | None = None
+        self._retry_parent = _retry_parent
+        if dead_letter_policy is not None or retry_enable:
+            policy = dead_letter_policy or DeadLetterPolicy(max_redeliver_count=16)
+            if dead_letter_policy is not None:
+                dlq = policy.dead_letter_topic or f"{self.topic}-{self.subscription}-DLQ"
+                self._dead_letter_topic_id = self._ensure_topic(dlq)
+            if retry_enable:
+                self._retry_topic = (
+                    policy.retry_letter_topic or f"{self.topic}-{self.subscription}-RETRY"
+                )
+                self._ensure_topic(self._retry_topic)
 
-        # State shared by the fetch thread and the caller, guarded by _cond.
-        self._cond = threading.Condition()
-        self._queue: deque[Message] = deque()
+        # State shared by the fetch thread and the caller, guarded by _cond. A
+        # retry-letter consumer delivers into its parent's receive queue.
+        self._cond: threading.Condition = (
+            threading.Condition() if _retry_parent is None else _retry_parent._cond
+        )
+        self._queue: deque[Message] = deque() if _retry_parent is None else _retry_parent._queue
         self._assigned: set[int] = set()
         self._read_position: dict[int, int] = {}  # highest offset fetched per partition
         self._generation: dict[int, int] = {}  # the cursor generation we follow
@@ -185,6 +331,41 @@ class Consumer:
             target=self._run, name=f"txnq-consumer-{self.name}", daemon=True
         )
         self._thread.start()
+        self._retry_consumer: Consumer | None = None
+        self._letter_producers: dict[str, Producer] = {}
+        if self._retry_topic is not None:
+            try:
+                self._retry_consumer = Consumer(
+                    client,
+                    self._retry_topic,
+                    self.subscription,
+                    subscription_type,
+                    initial_position="earliest",
+                    isolation=isolation,
+                    consumer_name=f"{self.name}-retry"[:200],
+                    priority=priority,
+                    receiver_queue_size=receiver_queue_size,
+                    negative_ack_redelivery_delay=negative_ack_redelivery_delay,
+                    lease=self._lease,
+                    poll_interval=self._poll_interval,
+                    ack_timeout=ack_timeout,
+                    negative_ack_backoff=negative_ack_backoff,
+                    dead_letter_policy=dead_letter_policy,
+                    _retry_parent=self,
+                )
+            except BaseException:
+                self.close()
+                raise
+
+    def _ensure_topic(self, name: str) -> int:
+        """The id of a dead-letter or retry-letter topic, created (1 partition) when missing."""
+        try:
+            return self._client.admin.get_topic(name).topic_id
+        except errors.TopicNotFoundError:
+            try:
+                return self._client.admin.create_topic(name).topic_id
+            except errors.TopicExistsError:
+                return self._client.admin.get_topic(name).topic_id
 
     # -- receiving ----------------------------------------------------------
 
@@ -257,6 +438,21 @@ class Consumer:
                 "acknowledge takes a Message, a MessageId or a list of them, "
                 f"not {type(message).__name__}"
             )
+        if self._retry_consumer is not None:
+            retry_items = [item for item in items if _topic_of(item) == self._retry_topic]
+            if retry_items:
+                self._retry_consumer.acknowledge(
+                    [item for item in retry_items if isinstance(item, Message | MessageId)],
+                    txn=txn,
+                )
+                items = [item for item in items if _topic_of(item) != self._retry_topic]
+                if not items:
+                    return
+        if self._shared:
+            if txn is not None and _attached(txn):
+                raise errors.InvalidArgumentError(_ATTACHED_SHARED)
+            self._acknowledge_shared(items, cast("Transaction | None", txn))
+            return
         per_partition: dict[int, tuple[list[int], list[int], list[int | None]]] = {}
         for item in items:
             message_id, size = self._identify(item)
@@ -286,7 +482,14 @@ class Consumer:
         txn: Transaction | AttachedTransaction | None = None,
     ) -> None:
         """Acknowledge this message and every earlier one of its partition (with
-        ``txn``: when the transaction commits)."""
+        ``txn``: when the transaction commits). Not on shared and key_shared
+        subscriptions, where messages are acknowledged one by one (as Pulsar)."""
+        if self._shared:
+            raise errors.InvalidArgumentError(
+                f"cumulative acknowledgement is not possible on a {self.subscription_type} "
+                "subscription (other consumers hold earlier messages): acknowledge messages "
+                "individually with acknowledge()"
+            )
         message_id, size = self._identify(message)
         if txn is not None and _attached(txn):
             raise errors.InvalidArgumentError(
@@ -307,18 +510,137 @@ class Consumer:
         )
 
     def negative_acknowledge(self, message: Message) -> None:
-        """Have the message delivered again after ``negative_ack_redelivery_delay``."""
+        """Have the message delivered again after ``negative_ack_redelivery_delay``
+        (or the ``negative_ack_backoff`` delay for its redelivery count). On
+        shared and key_shared subscriptions any consumer may get it then."""
         if not isinstance(message, Message):
             raise errors.InvalidArgumentError(
                 f"negative_acknowledge takes a received Message, not {type(message).__name__}"
             )
+        if self._retry_consumer is not None and message.message_id.topic == self._retry_topic:
+            self._retry_consumer.negative_acknowledge(message)
+            return
         self._check_message_topic(message.message_id)
+        if self._shared:
+            self._check_usable()
+            delay = (
+                self._nack_delay
+                if self._backoff is None
+                else self._backoff.delay(message.redelivery_count)
+            )
+            message_id = message.message_id
+            self._ack_call(
+                "nack_shared",
+                {
+                    "topic_id": self._topic_id,
+                    "partition": message_id.partition,
+                    "subscription_id": self.subscription_id,
+                    "consumer_id": self.consumer_id,
+                    "offsets": [message_id.offset],
+                    "batch_indexes": [message_id.batch_index],
+                    "delays": [delay],
+                },
+            )
+            return
         with self._cond:
             self._nack_counter += 1
             heapq.heappush(
                 self._nacked, (time.monotonic() + self._nack_delay, self._nack_counter, message)
             )
             self._cond.notify_all()
+
+    def reconsume_later(self, message: Message, delay: Duration) -> None:
+        """Pulsar's reconsumeLater: acknowledge ``message`` and send a copy to the
+        retry-letter topic, delivered to this subscription again after
+        ``delay`` (properties RECONSUMETIMES, REAL_TOPIC, ORIGIN_MESSAGE_ID,
+        DELAY_TIME added). Past ``max_redeliver_count`` reconsumptions the
+        copy goes to the dead-letter topic instead. Both happen in one txnq
+        transaction: never lost, never twice. Needs ``retry_enable=True``."""
+        if self._retry_parent is not None:
+            self._retry_parent.reconsume_later(message, delay)
+            return
+        if self._retry_topic is None:
+            raise errors.InvalidArgumentError(
+                "reconsume_later needs a consumer subscribed with retry_enable=True"
+            )
+        if not isinstance(message, Message):
+            raise errors.InvalidArgumentError(
+                f"reconsume_later takes a received Message, not {type(message).__name__}"
+            )
+        seconds = parse_duration(delay, what="delay")
+        owner = self
+        if message.message_id.topic == self._retry_topic:
+            assert self._retry_consumer is not None
+            owner = self._retry_consumer
+        else:
+            self._check_message_topic(message.message_id)
+        properties = dict(message.properties)
+        times = int(properties.get("RECONSUMETIMES", "0")) + 1
+        properties.setdefault("REAL_TOPIC", self.topic)
+        properties.setdefault("ORIGIN_MESSAGE_ID", str(message.message_id))
+        properties["RECONSUMETIMES"] = str(times)
+        properties["DELAY_TIME"] = str(int(seconds * 1000))
+        policy = self._dead_letter_policy
+        to_dead_letters = policy is not None and times > policy.max_redeliver_count
+        target = self._retry_topic
+        if to_dead_letters:
+            assert policy is not None
+            target = policy.dead_letter_topic or f"{self.topic}-{self.subscription}-DLQ"
+            properties["DEAD_LETTER_REASON"] = (
+                f"reconsumed {times} times, more than max_redeliver_count "
+                f"{policy.max_redeliver_count} allows"
+            )
+        producer = self._letter_producers.get(target)
+        if producer is None:
+            producer = self._client.producer(target)
+            self._letter_producers[target] = producer
+        with self._client.new_transaction() as txn:
+            producer.send(
+                message.value,
+                key=message.key_bytes,
+                properties=properties,
+                event_time=message.event_time,
+                txn=txn,
+                deliver_after=None if to_dead_letters or seconds == 0 else seconds,
+            )
+            owner.acknowledge(message, txn=txn)
+
+    def _acknowledge_shared(self, items: list[object], txn: Transaction | None) -> None:
+        """ack_shared_v1 per partition; several run in one PostgreSQL transaction."""
+        per_partition: dict[int, tuple[list[int], list[int]]] = {}
+        for item in items:
+            message_id, _ = self._identify(item)
+            offsets, indexes = per_partition.setdefault(message_id.partition, ([], []))
+            offsets.append(message_id.offset)
+            indexes.append(message_id.batch_index)
+        self._join(txn)
+        calls = [
+            {
+                "topic_id": self._topic_id,
+                "partition": partition,
+                "subscription_id": self.subscription_id,
+                "offsets": offsets,
+                "batch_indexes": indexes,
+                "txn_tc": None if txn is None else txn.txn_id.tc_id,
+                "txn_seq": None if txn is None else txn.txn_id.seq,
+            }
+            for partition, (offsets, indexes) in sorted(per_partition.items())
+        ]
+        with self._ack_lock:
+            for attempt in (1, 2):
+                try:
+                    with translated_errors():
+                        conn = self._ack_proxy.driver_connection
+                        with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
+                            for call in calls:
+                                conn.execute(QUERIES["ack_shared"], call)
+                    return
+                except psycopg.OperationalError:
+                    # Acks are idempotent: reconnect and try once more.
+                    if attempt == 2:
+                        raise
+                    self._ack_proxy.invalidate()
+                    self._ack_proxy = self._client.checkout()
 
     def _identify(self, item: object) -> tuple[MessageId, int | None]:
         """The message id and its entry's batch size (None: unknown, the server looks it up)."""
@@ -427,6 +749,8 @@ class Consumer:
         loop body wrote on ``conn``; see :func:`txnq.app_transaction.process`."""
         from txnq.app_transaction import process
 
+        if self._shared:
+            raise errors.InvalidArgumentError(_ATTACHED_SHARED)
         return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
 
     # -- seeking and unsubscribing -----------------------------------------
@@ -472,6 +796,13 @@ class Consumer:
                 self._forget_partition(p)
             self._heartbeat_due = 0.0  # reload positions before the next fetch
             self._cond.notify_all()
+        if self._shared:
+            # Claims this consumer made after the seek but dropped from its queue
+            # just now must not stay held: give everything it holds back.
+            self._ack_call(
+                "release_claims",
+                {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
+            )
         self._wake_fetcher()
 
     def unsubscribe(self) -> None:
@@ -494,11 +825,23 @@ class Consumer:
             if self._closed:
                 return
             self._closed = True
-            self._queue.clear()  # redelivered to the next consumer, never handed out here
+            if self._retry_parent is None:
+                self._queue.clear()  # redelivered to the next consumer, never handed out here
             self._cond.notify_all()
         self._wake_fetcher()
         self._thread.join(timeout=self._poll_interval + 5)
+        retry_consumer = getattr(self, "_retry_consumer", None)
+        if retry_consumer is not None:
+            retry_consumer.close()
+        for producer in getattr(self, "_letter_producers", {}).values():
+            producer.close()
         try:
+            if self._shared:
+                # What this consumer holds goes to the others now, not after its lease.
+                self._ack_call(
+                    "release_claims",
+                    {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
+                )
             self._ack_call(
                 "close_consumer", {"consumer_id": self.consumer_id, "topic_id": self._topic_id}
             )
@@ -569,12 +912,13 @@ class Consumer:
             try:
                 if time.monotonic() >= self._heartbeat_due:
                     self._heartbeat()
-                self._release_nacked()
+                if not self._shared:
+                    self._release_nacked()
                 if not self._has_room():
                     with self._cond:
                         self._cond.wait(min(self._poll_interval, self._lease / 3))
                     continue
-                if self._fetch_round() == 0:
+                if (self._claim_round() if self._shared else self._fetch_round()) == 0:
                     self._wait_for_data()
             except errors.TxnqError as exc:
                 with self._cond:
@@ -615,7 +959,8 @@ class Consumer:
                 ).fetchall()
         except errors.ConsumerExpiredError:
             # The lease ran out (e.g. a long pause): start a new session. For an
-            # exclusive subscription somebody else may have taken over meanwhile.
+            # exclusive subscription somebody else may have taken over meanwhile;
+            # on a shared one, what this consumer held goes to the others.
             with self._cond:
                 for p in list(self._assigned):
                     self._forget_partition(p)
@@ -625,6 +970,12 @@ class Consumer:
                 QUERIES["heartbeat_consumer"],
                 {"consumer_id": self.consumer_id, "lease_seconds": self._lease},
             ).fetchall()
+        if self._shared:
+            # Liveness: claims of consumers whose lease ran out go back to waiting.
+            self._fetch_conn.execute(
+                QUERIES["release_claims"],
+                {"subscription_id": self.subscription_id, "consumer_id": None},
+            )
         ids = [row[0] for row in members]
         cursors = self._fetch_conn.execute(
             QUERIES["cursor_positions"],
@@ -639,6 +990,12 @@ class Consumer:
             mine = {p for p in range(partitions) if ids[p % len(ids)] == self.consumer_id}
         else:
             mine = set(range(partitions))
+        if self._shared:
+            # Claims, not read positions: every partition, no rewinding (a seek
+            # or an abort is followed in txnq.shared_advance_v1).
+            with self._cond:
+                self._assigned = {row[0] for row in cursors}
+            return
         with self._cond:
             for p in self._assigned - mine:
                 self._forget_partition(p)
@@ -727,6 +1084,72 @@ class Consumer:
                 queued += self._enqueue(partition, epoch, rows)
         return queued
 
+    def _claim_round(self) -> int:
+        """Claim messages for a shared or key_shared subscription (one claim_v1 call)."""
+        with self._cond:
+            room = self._queue_size - len(self._queue)
+        if room <= 0:
+            return 0
+        policy = self._dead_letter_policy
+        cur = self._fetch_conn.cursor(binary=True)
+        try:
+            with translated_errors():
+                rows = cur.execute(
+                    QUERIES["claim"],
+                    {
+                        "topic_id": self._topic_id,
+                        "subscription_id": self.subscription_id,
+                        "consumer_id": self.consumer_id,
+                        "max_messages": min(room, CLAIM_MAX_MESSAGES),
+                        "ack_timeout_seconds": self._ack_timeout,
+                        "max_redeliver_count": None
+                        if policy is None
+                        else policy.max_redeliver_count,
+                        "dead_letter_topic_id": self._dead_letter_topic_id,
+                    },
+                ).fetchall()
+        except errors.ConsumerExpiredError:
+            self._heartbeat_due = 0.0  # re-register on the next loop
+            return 0
+        if not rows:
+            return 0
+        topic = self.topic
+        messages = [
+            Message(
+                payload,
+                key,
+                properties or {},
+                MessageId(topic, partition, offset, index),
+                publish_time,
+                event_time,
+                redelivery_count,
+                producer_id,
+                sequence,
+                size,
+            )
+            for (
+                partition,
+                offset,
+                index,
+                size,
+                publish_time,
+                producer_id,
+                sequence,
+                payload,
+                key,
+                properties,
+                event_time,
+                redelivery_count,
+            ) in rows
+        ]
+        with self._cond:
+            # Kept even when a seek happened meanwhile: these claims are this
+            # consumer's, whichever side of the seek they were made on (at
+            # worst a message is delivered twice; dropping it could strand it).
+            self._queue.extend(messages)
+            self._cond.notify_all()
+        return len(messages)
+
     def _enqueue(self, partition: int, epoch: int, rows: Sequence[Any]) -> int:
         topic = self.topic
         messages: list[Message] = []
@@ -780,6 +1203,15 @@ class Consumer:
             timeout = min(self._poll_interval, max(0.0, self._heartbeat_due - time.monotonic()))
             if self._nacked:
                 timeout = min(timeout, max(0.0, self._nacked[0][0] - time.monotonic()))
+        if self._shared:
+            # Nacked, timed-out and delayed messages come back without a NOTIFY.
+            due = self._fetch_conn.execute(
+                QUERIES["next_visible_claim"], {"subscription_id": self.subscription_id}
+            ).fetchone()
+            if due is not None and due[0] is not None:
+                timeout = min(timeout, max(0.0, float(due[0])) + 0.005)
+            if timeout <= 0:
+                return
         if partitions:
             self._fetch_conn.execute(
                 QUERIES["register_waiters"],
@@ -789,7 +1221,15 @@ class Consumer:
                     "partitions": partitions,
                 },
             )
-            if self._fetch_round() > 0:
+            if (self._claim_round() if self._shared else self._fetch_round()) > 0:
                 return
         for _ in self._fetch_conn.notifies(timeout=timeout, stop_after=1):
             pass
+
+
+def _topic_of(item: object) -> str | None:
+    if isinstance(item, Message):
+        return item.message_id.topic
+    if isinstance(item, MessageId):
+        return item.topic
+    return None

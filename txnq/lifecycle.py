@@ -481,6 +481,7 @@ HOT_TABLES: tuple[str, ...] = (
     # Application transactions insert and delete these in one transaction.
     "staged_sends",
     "staged_acks",
+    "claims",  # shared subscriptions: a row per message in flight (revision 0008)
 )
 VACUUM = sql.SQL("VACUUM (ANALYZE) {}")
 

@@ -36,7 +36,10 @@ class Message:
     ``value`` is the payload; ``key`` the key as text (``key_bytes`` raw);
     ``properties`` a dict of str; ``publish_time`` when it was appended;
     ``event_time`` what the producer gave; ``redelivery_count`` how often it
-    was negatively acknowledged and delivered again to this consumer.
+    was delivered before (on exclusive and failover subscriptions: negatively
+    acknowledged and delivered again to this consumer; on shared and
+    key_shared ones: delivered to any consumer, for any reason — nack, ack
+    timeout, a consumer gone, an aborted transaction).
     """
 
     __slots__ = (

@@ -36,7 +36,7 @@ import uuid
 import zlib
 from collections.abc import Callable
 from concurrent.futures import Future
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
@@ -69,6 +69,26 @@ BACKLOG_QUOTA_HOLD = "TQ017"
 HOLD_RECHECK_MIN_SECONDS = 0.05
 HOLD_RECHECK_MAX_SECONDS = 1.0
 SendCallback = Callable[[BaseException | None, MessageId | None], None]
+
+
+def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -> datetime | None:
+    """When a delayed message becomes deliverable (None: not delayed); checks the input."""
+    if deliver_after is not None and deliver_at is not None:
+        raise errors.InvalidArgumentError("give deliver_after or deliver_at, not both")
+    if deliver_after is not None:
+        delay = parse_duration(deliver_after, what="deliver_after")
+        return datetime.now(UTC) + timedelta(seconds=delay)
+    if deliver_at is not None:
+        if not isinstance(deliver_at, datetime):
+            raise errors.InvalidArgumentError(
+                f"deliver_at must be a datetime, not {type(deliver_at).__name__}"
+            )
+        if deliver_at.tzinfo is None:
+            raise errors.InvalidArgumentError(
+                "deliver_at must be timezone-aware (e.g. datetime.now(UTC) + timedelta(...))"
+            )
+        return deliver_at
+    return None
 
 
 def partition_for_key(key: bytes, partitions: int) -> int:
@@ -241,12 +261,18 @@ class Producer:
         event_time: datetime | float | None = None,
         partition: int | None = None,
         txn: Transaction | AttachedTransaction | None = None,
+        deliver_after: Duration | None = None,
+        deliver_at: datetime | None = None,
     ) -> MessageId:
         """Send one message and wait until it is written; returns its MessageId.
 
         Messages queued by ``send_async`` for the same partition go in the same
         entry, ahead of this one. With ``txn``, the message is part of that
         transaction: read_committed consumers see it once the transaction commits.
+        ``deliver_after`` (a duration) or ``deliver_at`` (a datetime) delays its
+        delivery on shared and key_shared subscriptions (exclusive and failover
+        ones deliver it in log order at once, as Pulsar does); a delayed message
+        is its own entry (docs/subscriptions.md).
         """
         if txn is not None and _attached(txn):
             raise errors.InvalidArgumentError(
@@ -256,7 +282,10 @@ class Producer:
             )
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
         txn = cast("Transaction | None", txn)
+        deliver = delivery_time(deliver_after, deliver_at)
         self._join(txn)
+        if deliver is not None:
+            return self._send_delayed(payload, key_bytes, props, when, partition, txn, deliver)
         with self._io_lock:
             with self._cond:
                 self._check_usable()
@@ -283,14 +312,25 @@ class Producer:
         partition: int | None = None,
         callback: SendCallback | None = None,
         txn: Transaction | AttachedTransaction | None = None,
+        deliver_after: Duration | None = None,
+        deliver_at: datetime | None = None,
     ) -> PendingSend:
         """Queue one message; it is written within ``batching_max_delay`` or when
         its batch is full. ``callback(exception, message_id)`` runs once written.
-        With ``txn``, ``txn.commit()`` flushes it first."""
+        With ``txn``, ``txn.commit()`` flushes it first. A delayed message
+        (``deliver_after`` / ``deliver_at``, see ``send``) is not batched: it is
+        written before this returns."""
         if callback is not None and not callable(callback):
             raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        deliver = delivery_time(deliver_after, deliver_at)
         if txn is not None and _attached(txn):
+            if deliver is not None:
+                raise errors.InvalidArgumentError(
+                    "deliver_after/deliver_at do not apply to an application transaction "
+                    "(txnq.attach): its messages are appended when the caller commits; send "
+                    "a delayed message outside it or in a txnq transaction"
+                )
             # An application transaction (txnq.app_transaction): staged on the
             # caller's connection, appended when the caller commits.
             with self._cond:
@@ -303,7 +343,43 @@ class Producer:
             )
         txn = cast("Transaction | None", txn)
         self._join(txn)
+        if deliver is not None:
+            batch = _Batch(txn)
+            try:
+                message_id = self._send_delayed(
+                    payload, key_bytes, props, when, partition, txn, deliver
+                )
+            except errors.TxnqError as exc:
+                batch.future.set_exception(exc)
+                if callback is not None:
+                    callback(exc, None)
+                raise
+            batch.future.set_result(message_id.offset)
+            if callback is not None:
+                callback(None, message_id)
+            return PendingSend(self.topic, message_id.partition, batch, 0)
         return self._enqueue(payload, key_bytes, props, when, partition, callback, txn)
+
+    def _send_delayed(
+        self,
+        payload: bytes,
+        key_bytes: bytes | None,
+        props: str | None,
+        when: datetime | None,
+        partition: int | None,
+        txn: Transaction | None,
+        deliver: datetime,
+    ) -> MessageId:
+        """Write a delayed message as its own entry, after what is queued for its partition."""
+        with self._cond:
+            self._check_usable()
+            target = self._route(key_bytes, partition)
+            if partition is None and key_bytes is None:
+                self._round_robin = (self._round_robin + 1) % self._partitions
+        self._flush_partition(target)
+        with self._io_lock:
+            offset = self._append(target, [payload], [key_bytes], [props], [when], txn, deliver)
+        return MessageId(self.topic, target, offset, 0)
 
     def _join(self, txn: Transaction | None) -> None:
         """Check the transaction a send names, and register this producer with it."""
@@ -551,8 +627,10 @@ class Producer:
         properties: list[str | None],
         event_times: list[datetime | None],
         txn: Transaction | None = None,
+        deliver_at: datetime | None = None,
     ) -> int:
-        """One call of append_v3 (caller holds the I/O lock); the entry offset.
+        """One call of append_v3 (append_delayed_v1 with ``deliver_at``; caller
+        holds the I/O lock); the entry offset.
 
         A broken connection leaves the outcome unknown: reconnect and retry the
         same sequence numbers until ``send_timeout``; the server recognises a
@@ -561,7 +639,7 @@ class Producer:
         if self._failure is not None:
             raise self._failure
         first_sequence = self._next_sequence.get(partition, 0)
-        params = (
+        params: tuple[Any, ...] = (
             self._topic.topic_id,
             partition,
             self._producer_id,
@@ -574,6 +652,10 @@ class Producer:
             None if txn is None else txn.txn_id.tc_id,
             None if txn is None else txn.txn_id.seq,
         )
+        query = QUERIES["append_positional"]
+        if deliver_at is not None:
+            params = (*params, deliver_at)
+            query = QUERIES["append_delayed_positional"]
         deadline = time.monotonic() + self._send_timeout
         delay = 0.05
         hold_deadline: float | None = None
@@ -581,7 +663,7 @@ class Producer:
         while True:
             try:
                 conn: psycopg.Connection[Any] = self._proxy.driver_connection
-                row = conn.execute(QUERIES["append_positional"], params).fetchone()
+                row = conn.execute(query, params).fetchone()
                 break
             except psycopg.OperationalError as exc:
                 if time.monotonic() + delay > deadline:

@@ -162,6 +162,9 @@ cursors = Table(
     Column("mark_delete_offset", BigInteger, nullable=False),
     Column("generation", Integer, nullable=False),
     Column("updated_at", TZ, nullable=False),
+    # Shared and key_shared subscriptions (revision 0008): how far messages were handed out.
+    Column("dispatch_offset", BigInteger),
+    Column("dispatch_generation", Integer),
     postgresql_with={"fillfactor": 50},
 )
 
@@ -339,6 +342,32 @@ backlog_quota_exceeded = Table(
     Column("reason", Text, nullable=False),
     Column("since", TZ, nullable=False),
     Column("checked_at", TZ, nullable=False),
+)
+
+# Shared and key_shared subscriptions (revision 0008, docs/subscriptions.md):
+# one row per message handed out and not acknowledged yet.
+claims = Table(
+    "claims",
+    metadata,
+    *_key("topic_id", "partition", "subscription_id", "entry_offset", "batch_index"),
+    Column("batch_size", Integer, nullable=False),
+    Column("key_hash", Integer),
+    Column("consumer_id", BigInteger),
+    Column("visible_at", TZ, nullable=False),
+    Column("delivered", Integer, nullable=False),
+    Column("reason", Text),
+    Column("txn_tc", Integer),
+    Column("txn_seq", BigInteger),
+    Index("claims_by_visibility", "subscription_id", "visible_at"),
+    postgresql_with={"fillfactor": 70},
+)
+
+# Delivery times of delayed messages (revision 0008).
+delayed_entries = Table(
+    "delayed_entries",
+    metadata,
+    *_key("topic_id", "partition", "entry_offset"),
+    Column("deliver_at", TZ, nullable=False),
 )
 
 

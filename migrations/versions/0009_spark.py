@@ -3,7 +3,7 @@ over JDBC, the stored offsets of incremental ingestions, and the transactions
 of two-phase-commit sinks (docs/spark.md).
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-11-23
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 from txnq.migrate import apply_sql_files
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,33 @@
+-- Shared and key_shared subscriptions (revision 0008, docs/subscriptions.md):
+-- each query is one call of a versioned txnq function, one round trip.
+
+-- name: claim
+SELECT partition, entry_offset, batch_index, batch_size, publish_time, producer_id, sequence,
+       payload, key, properties, event_time, redelivery_count
+  FROM txnq.claim_v1(%(topic_id)s, %(subscription_id)s, %(consumer_id)s, %(max_messages)s,
+                     %(ack_timeout_seconds)s, %(max_redeliver_count)s, %(dead_letter_topic_id)s)
+
+-- name: ack_shared
+SELECT txnq.ack_shared_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s::bigint[],
+                          %(batch_indexes)s::int[], %(txn_tc)s, %(txn_seq)s)
+
+-- name: nack_shared
+SELECT txnq.nack_shared_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(consumer_id)s,
+                           %(offsets)s::bigint[], %(batch_indexes)s::int[], %(delays)s::float8[])
+
+-- name: release_claims
+SELECT txnq.release_claims_v1(%(subscription_id)s, %(consumer_id)s)
+
+-- name: next_visible_claim
+-- Seconds until the next outstanding message of the subscription becomes
+-- deliverable (a nack delay, an ack timeout, a delayed message); NULL: none.
+SELECT extract(epoch FROM c.visible_at - clock_timestamp())::float8
+  FROM txnq.claims c
+ WHERE c.subscription_id = %(subscription_id)s AND c.visible_at < 'infinity' AND c.txn_tc IS NULL
+ ORDER BY c.visible_at
+ LIMIT 1
+
+-- name: append_delayed_positional
+-- append_delayed_v1 with positional parameters: those of append_positional, then deliver_at.
+SELECT entry_offset, publish_time, duplicate, roll_entry_log
+  FROM txnq.append_delayed_v1(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, %s)

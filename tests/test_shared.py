@@ -1,0 +1,575 @@
+"""Shared and key_shared subscriptions: every message to exactly one consumer,
+consumers that die, key order under consumer churn, negative acks with
+backoff, ack timeouts, dead letters, retry letters, delayed delivery and
+transactional acks (docs/subscriptions.md)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
+from txnq.workers.coordinator import CoordinatorWorker
+
+import txnq
+from txnq import errors
+
+FAST = {"poll_interval": "100ms"}
+
+
+@pytest.fixture
+def client(dsn: str) -> Iterator[txnq.Client]:
+    with txnq.Client(dsn) as client:
+        yield client
+
+
+@pytest.fixture
+def worker(dsn: str) -> Iterator[CoordinatorWorker]:
+    """A coordinator worker running in a thread of the test (finishes timed-out transactions)."""
+    coordinator = CoordinatorWorker(dsn, poll_interval=0.2, grace_seconds=0.0)
+    stop = threading.Event()
+    thread = threading.Thread(target=coordinator.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield coordinator
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
+def shared(client: txnq.Client, name: str = "c", **options: object) -> txnq.Consumer:
+    return client.subscribe(
+        "jobs",
+        "workers",
+        options.pop("subscription_type", "shared"),  # type: ignore[arg-type]
+        initial_position="earliest",
+        consumer_name=name,
+        **{**FAST, **options},
+    )
+
+
+def cursor_and_claims(dsn: str) -> tuple[list[int], int]:
+    marks = [
+        row[0]
+        for row in sql(
+            dsn,
+            "SELECT c.mark_delete_offset FROM txnq.cursors c "
+            "JOIN txnq.subscriptions s USING (subscription_id) WHERE s.name = 'workers' "
+            "ORDER BY c.partition",
+        )
+    ]
+    return marks, int(sql_value(dsn, "SELECT count(*) FROM txnq.claims"))
+
+
+def high_watermarks(dsn: str) -> list[int]:
+    return [
+        row[0]
+        for row in sql(
+            dsn,
+            "SELECT h.next_offset - 1 FROM txnq.partitions h JOIN txnq.topics t USING (topic_id) "
+            "WHERE t.name = 'jobs' ORDER BY h.partition",
+        )
+    ]
+
+
+# -- shared: exactly once among many consumers ---------------------------------------
+
+
+def test_n_shared_consumers_receive_every_message_exactly_once(
+    client: txnq.Client, dsn: str
+) -> None:
+    client.admin.create_topic("jobs", partitions=2)
+    # Batches of ten: an entry goes to one consumer as a whole (as in Pulsar).
+    with client.producer("jobs", batching_max_messages=10) as producer:
+        sent = [producer.send(f"single-{i}") for i in range(40)]
+        pending = [producer.send_async(f"batched-{i}") for i in range(400)]
+        producer.flush()
+        sent += [p.result() for p in pending]
+
+    received: dict[int, list[txnq.MessageId]] = {0: [], 1: [], 2: []}
+    consumers = [shared(client, f"c{i}", receiver_queue_size=20) for i in range(3)]
+
+    def work(index: int) -> None:
+        consumer = consumers[index]
+        while True:
+            batch = consumer.batch_receive(max_messages=10, timeout="1s")
+            if not batch:
+                return
+            received[index].extend(m.message_id for m in batch)
+            consumer.acknowledge(batch)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    for consumer in consumers:
+        consumer.close()
+
+    everything = received[0] + received[1] + received[2]
+    assert len(everything) == len(set(everything)) == len(sent)  # no duplicates, no loss
+    assert set(everything) == set(sent)
+    # The cursor is the mark-delete position, and no claim outlives its ack.
+    assert cursor_and_claims(dsn) == (high_watermarks(dsn), 0)
+    assert sql_value(
+        dsn, "SELECT backlog_messages FROM txnq.subscription_status WHERE subscription = 'workers'"
+    ) in (0, None)
+
+
+KILLED_CONSUMER = textwrap.dedent(
+    """
+    import sys, txnq
+    client = txnq.Client(sys.argv[1])
+    consumer = client.subscribe("jobs", "workers", "shared", initial_position="earliest",
+                                consumer_name="doomed", lease="1s", poll_interval="100ms",
+                                receiver_queue_size=10)
+    for i in range(12):
+        message = consumer.receive(timeout=10)
+        if i % 2 == 0:
+            consumer.acknowledge(message)
+            print("acked", message.message_id.offset, flush=True)
+    print("holding", flush=True)
+    import time; time.sleep(60)
+    """
+)
+
+
+def test_a_killed_shared_consumer_loses_its_claims_to_the_others(
+    client: txnq.Client, dsn: str
+) -> None:
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        sent = {producer.send(f"m{i}").offset for i in range(60)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CONSUMER, dsn],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=os.path.dirname(__file__),
+    )
+    acked_by_dead: set[int] = set()
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("acked"):
+                acked_by_dead.add(int(line.split()[1]))
+            if line.startswith("holding"):
+                break
+        held = int(sql_value(dsn, "SELECT count(*) FROM txnq.claims WHERE consumer_id IS NOT NULL"))
+        assert held > 0  # it holds messages it received and never acknowledged
+        process.send_signal(signal.SIGKILL)  # no close: only its lease tells
+        process.wait(timeout=5)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+
+    assert len(acked_by_dead) == 6
+    with shared(client, "survivor", lease="1s") as survivor:
+        rest = receive_messages(survivor, len(sent) - len(acked_by_dead), timeout=15)
+        survivor.acknowledge(rest)
+        assert_nothing_more(survivor, 0.5)
+    offsets = [m.message_id.offset for m in rest]
+    assert len(offsets) == len(set(offsets))
+    assert set(offsets) | acked_by_dead == sent and not set(offsets) & acked_by_dead
+    # The ones the dead consumer had received are redeliveries now.
+    assert sum(1 for m in rest if m.redelivery_count >= 1) >= 6
+    assert cursor_and_claims(dsn) == ([max(sent)], 0)
+
+
+def test_a_slow_shared_consumer_keeps_what_it_holds(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("long job")
+    with (
+        shared(client, "slow", lease="600ms") as slow,
+        shared(client, "idle", lease="600ms") as idle,
+    ):
+        message = receive_messages(slow, 1)[0]
+        time.sleep(2.0)  # three leases: renewed by the client library meanwhile
+        assert_nothing_more(idle, 0.3)
+        slow.acknowledge(message)
+
+
+def test_cumulative_ack_is_refused_on_shared_subscriptions(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("x")
+    with shared(client) as consumer:
+        message = receive_messages(consumer, 1)[0]
+        with pytest.raises(errors.InvalidArgumentError, match="individually"):
+            consumer.acknowledge_cumulative(message)
+        consumer.acknowledge(message)
+
+
+def test_closing_a_shared_consumer_hands_its_messages_over_at_once(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(5):
+            producer.send(f"m{i}")
+    first = shared(client, "first", lease="30s")
+    receive_messages(first, 1)
+    first.close()  # four more sit in its receive queue, claimed
+    with shared(client, "second", lease="30s") as second:
+        again = receive_messages(second, 5, timeout=3)
+    assert sorted(m.value for m in again) == [f"m{i}".encode() for i in range(5)]
+
+
+# -- negative acks, ack timeout, dead letters, retry letters ----------------------------
+
+
+def test_negative_ack_redelivers_after_the_backoff_delay(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("flaky")
+    backoff = txnq.Backoff(min_delay="300ms", max_delay="700ms", multiplier=2)
+    with shared(client, negative_ack_backoff=backoff) as consumer:
+        message = receive_messages(consumer, 1)[0]
+        assert message.redelivery_count == 0
+        waited = []
+        for expected in (1, 2, 3):
+            consumer.negative_acknowledge(message)
+            nacked_at = time.monotonic()
+            message = receive_messages(consumer, 1, timeout=5)[0]
+            waited.append(time.monotonic() - nacked_at)
+            assert message.redelivery_count == expected
+        consumer.acknowledge(message)
+        assert_nothing_more(consumer, 0.3)
+    # 0.3 s, then 0.6 s, then capped at 0.7 s: never earlier.
+    assert waited[0] >= 0.3 and waited[1] >= 0.6 and waited[2] >= 0.7
+    assert [backoff.delay(n) for n in (0, 1, 5)] == pytest.approx([0.3, 0.6, 0.7])
+
+
+def test_a_nacked_message_can_go_to_another_shared_consumer(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("x")
+    with shared(client, "a", negative_ack_redelivery_delay=0) as a:
+        message = receive_messages(a, 1)[0]
+        a.close()
+        # a is gone; its nack would have no holder: use a fresh pair instead
+    with shared(client, "b", negative_ack_redelivery_delay=0) as b:
+        again = receive_messages(b, 1)[0]
+        assert again.message_id == message.message_id
+        b.negative_acknowledge(again)
+        assert receive_messages(b, 1)[0].redelivery_count == again.redelivery_count + 1
+
+
+def test_an_unacknowledged_message_comes_back_after_the_ack_timeout(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("forgotten")
+    with shared(client, ack_timeout="500ms") as consumer:
+        first = receive_messages(consumer, 1)[0]
+        received_at = time.monotonic()
+        again = receive_messages(consumer, 1, timeout=5)[0]
+        assert time.monotonic() - received_at >= 0.45
+        assert again.message_id == first.message_id and again.redelivery_count == 1
+        consumer.acknowledge(again)
+        assert_nothing_more(consumer, 0.8)
+
+
+def test_without_ack_timeout_an_unacknowledged_message_stays_with_its_consumer(
+    client: txnq.Client,
+) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("mine")
+    with shared(client, "a") as a, shared(client, "b") as b:
+        got = [c for c in (a, b) if c.receive(timeout=2) is not None]
+        assert len(got) == 1
+        assert_nothing_more(a, 0.5)
+        assert_nothing_more(b, 0.1)
+
+
+def test_a_message_goes_to_the_dead_letter_topic_after_max_redeliveries(
+    client: txnq.Client, dsn: str
+) -> None:
+    client.admin.create_topic("jobs")
+    event_time = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with client.producer("jobs") as producer:
+        poison = producer.send(
+            b"\x00poison", key="k9", properties={"a": "1"}, event_time=event_time
+        )
+        producer.send("fine")
+    policy = txnq.DeadLetterPolicy(max_redeliver_count=2)
+    with shared(client, dead_letter_policy=policy, negative_ack_redelivery_delay=0) as consumer:
+        deliveries = []
+        fine = None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            message = consumer.receive(timeout=1)
+            if message is None:
+                break
+            if message.value == b"fine":
+                fine = message
+                consumer.acknowledge(message)
+                continue
+            deliveries.append(message.redelivery_count)
+            consumer.negative_acknowledge(message)
+        assert fine is not None
+    assert deliveries == [0, 1, 2]  # delivered 1 + max_redeliver_count times
+
+    with client.subscribe(
+        "jobs-workers-DLQ", "inspect", initial_position="earliest", **FAST
+    ) as dead:
+        letter = receive_messages(dead, 1)[0]
+        assert_nothing_more(dead, 0.3)
+    assert letter.value == b"\x00poison" and letter.key == "k9"
+    assert letter.event_time == event_time
+    assert letter.properties["a"] == "1"
+    assert letter.properties["REAL_TOPIC"] == "jobs"
+    assert letter.properties["REAL_SUBSCRIPTION"] == "workers"
+    assert letter.properties["ORIGIN_MESSAGE_ID"] == str(poison)
+    assert letter.properties["REDELIVERY_COUNT"] == "2"
+    assert "max_redeliver_count 2" in letter.properties["DEAD_LETTER_REASON"]
+    assert "nack" in letter.properties["DEAD_LETTER_REASON"]
+    # Acknowledged on the original subscription in the same transaction.
+    assert cursor_and_claims(dsn) == ([1], 0)
+
+
+def test_reconsume_later_goes_through_the_retry_topic_then_dead_letters(
+    client: txnq.Client,
+) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("retry me", key="k", properties={"p": "v"})
+    policy = txnq.DeadLetterPolicy(max_redeliver_count=1)
+    with shared(client, dead_letter_policy=policy, retry_enable=True) as consumer:
+        original = receive_messages(consumer, 1)[0]
+        asked_at = time.monotonic()
+        consumer.reconsume_later(original, "400ms")
+        retried = receive_messages(consumer, 1, timeout=5)[0]
+        assert time.monotonic() - asked_at >= 0.4
+        assert retried.message_id.topic == "jobs-workers-RETRY"
+        assert retried.value == b"retry me" and retried.key == "k"
+        assert retried.properties["RECONSUMETIMES"] == "1"
+        assert retried.properties["ORIGIN_MESSAGE_ID"] == str(original.message_id)
+        assert retried.properties["p"] == "v"
+        consumer.reconsume_later(retried, "100ms")  # past max_redeliver_count: dead letter
+        assert_nothing_more(consumer, 0.6)
+    with client.subscribe(
+        "jobs-workers-DLQ", "inspect", initial_position="earliest", **FAST
+    ) as dead:
+        letter = receive_messages(dead, 1)[0]
+    assert letter.properties["RECONSUMETIMES"] == "2" and letter.value == b"retry me"
+
+
+# -- delayed delivery -------------------------------------------------------------------
+
+
+def test_delayed_messages_are_not_delivered_early_on_shared_subscriptions(
+    client: txnq.Client,
+) -> None:
+    client.admin.create_topic("jobs")
+    with shared(client) as consumer:
+        with client.producer("jobs") as producer:
+            sent_at = datetime.now(UTC)
+            later = producer.send("later", deliver_after="800ms")
+            at = datetime.now(UTC) + timedelta(milliseconds=400)
+            sooner = producer.send("sooner", deliver_at=at)
+            now = producer.send("now")
+        first = receive_messages(consumer, 1)[0]
+        assert first.message_id == now
+        second = receive_messages(consumer, 1, timeout=5)[0]
+        assert second.message_id == sooner and datetime.now(UTC) >= at
+        third = receive_messages(consumer, 1, timeout=5)[0]
+        assert third.message_id == later
+        assert datetime.now(UTC) >= sent_at + timedelta(milliseconds=800)
+        assert third.redelivery_count == 0
+        consumer.acknowledge([first, second, third])
+    assert len({later.offset, sooner.offset, now.offset}) == 3  # each delayed send is one entry
+
+
+def test_exclusive_subscriptions_deliver_delayed_messages_at_once(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("later", deliver_after="1h")
+    with client.subscribe("jobs", "audit", initial_position="earliest", **FAST) as consumer:
+        assert receive_messages(consumer, 1)[0].value == b"later"
+
+
+def test_delayed_delivery_input_is_checked(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    producer = client.producer("jobs")
+    with pytest.raises(errors.InvalidArgumentError, match="not both"):
+        producer.send("x", deliver_after="1s", deliver_at=datetime.now(UTC))
+    with pytest.raises(errors.InvalidArgumentError, match="timezone"):
+        producer.send("x", deliver_at=datetime.now())
+    with pytest.raises(errors.InvalidArgumentError):
+        producer.send("x", deliver_after="soon")
+
+
+# -- key_shared ---------------------------------------------------------------------------
+
+
+def test_key_shared_keeps_each_key_in_order_while_consumers_come_and_go(
+    client: txnq.Client,
+) -> None:
+    client.admin.create_topic("jobs", partitions=2)
+    keys = [f"key-{k}" for k in range(8)]
+    per_key = 40
+    with client.producer("jobs") as producer:
+        for seq in range(per_key):
+            for key in keys:
+                producer.send_async(f"{key}:{seq}", key=key)
+        producer.flush()
+
+    lock = threading.Lock()
+    seen: list[tuple[str, int, str]] = []  # (key, seq, consumer) in receive order
+    trace: list[str] = []
+    stop = threading.Event()
+    rng = random.Random(7)
+
+    def work(consumer: txnq.Consumer) -> None:
+        while not stop.is_set():
+            try:
+                message = consumer.receive(timeout=0.2)
+            except errors.ClosedError:
+                return
+            if message is None:
+                continue
+            key, seq = message.value.decode().split(":")
+            with lock:
+                seen.append((key, int(seq), consumer.name))
+                trace.append(
+                    f"{key}:{seq}@{consumer.name}/{consumer.consumer_id}"
+                    f" r{message.redelivery_count}"
+                )
+            time.sleep(rng.random() * 0.002)
+            try:
+                consumer.acknowledge(message)
+            except errors.ClosedError:
+                return
+
+    def start(name: str) -> tuple[txnq.Consumer, threading.Thread]:
+        consumer = shared(
+            client, name, subscription_type="key_shared", receiver_queue_size=5, lease="1s"
+        )
+        thread = threading.Thread(target=work, args=(consumer,))
+        thread.start()
+        return consumer, thread
+
+    def progress() -> int:
+        with lock:
+            return len({(k, s) for k, s, _ in seen})
+
+    total = len(keys) * per_key
+    a, thread_a = start("a")
+    b, thread_b = start("b")
+    wait_until(lambda: progress() >= total // 4, timeout=30, what="a quarter consumed")
+    c, thread_c = start("c")  # joins: takes over some keys
+    wait_until(lambda: progress() >= total // 2, timeout=30, what="half consumed")
+    a.close()  # leaves with messages in its receive queue
+    thread_a.join(timeout=10)
+    wait_until(lambda: progress() >= total, timeout=60, what="everything consumed")
+    stop.set()
+    for consumer, thread in ((b, thread_b), (c, thread_c)):
+        thread.join(timeout=10)
+        consumer.close()
+
+    with lock:
+        order = list(seen)
+    for key in keys:
+        first_seen: list[int] = []
+        for k, seq, _ in order:
+            if k == key and seq not in first_seen:
+                first_seen.append(seq)
+        assert first_seen == list(range(per_key)), (
+            f"{key} out of order: {first_seen}\n"
+            + "\n".join(t for t in trace if t.startswith(key + ":"))
+        )
+    owners = {name for _, _, name in order}
+    assert owners == {"a", "b", "c"}
+
+
+def test_key_shared_sends_one_key_to_one_consumer(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(60):
+            producer.send(f"{i}", key=f"k{i % 6}")
+    a = shared(client, "a", subscription_type="key_shared")
+    b = shared(client, "b", subscription_type="key_shared")
+    try:
+        owner: dict[str, str] = {}
+        deadline = time.monotonic() + 15
+        count = 0
+        while count < 60 and time.monotonic() < deadline:
+            for consumer in (a, b):
+                message = consumer.receive(timeout=0.05)
+                if message is None:
+                    continue
+                count += 1
+                assert owner.setdefault(str(message.key), consumer.name) == consumer.name
+                consumer.acknowledge(message)
+        assert count == 60
+    finally:
+        a.close()
+        b.close()
+
+
+# -- transactions -------------------------------------------------------------------------
+
+
+def test_a_transactional_ack_holds_the_message_until_the_transaction_ends(
+    client: txnq.Client, dsn: str
+) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("job")
+    with shared(client, "a", ack_timeout="300ms") as a, shared(client, "b") as b:
+        message = receive_messages(a, 1)[0]
+        txn = client.new_transaction()
+        a.acknowledge(message, txn=txn)
+        # Held: no redelivery, although the ack timeout passes.
+        assert_nothing_more(b, 0.8)
+        other = client.new_transaction()
+        with pytest.raises(errors.TransactionConflictError):
+            b.acknowledge(message, txn=other)
+        with pytest.raises(errors.TransactionConflictError):
+            b.acknowledge(message)
+        other.abort()
+        txn.abort()  # deliverable again, to either consumer
+
+        def redelivered() -> tuple[txnq.Consumer, txnq.Message] | None:
+            for consumer in (a, b):
+                got = consumer.receive(timeout=0.05)
+                if got is not None:
+                    return consumer, got
+            return None
+
+        holder, again = wait_until(redelivered, timeout=5, what="redelivery after the abort")
+        assert again.message_id == message.message_id and again.redelivery_count == 1
+        with client.new_transaction() as committed:
+            holder.acknowledge(again, txn=committed)
+        assert_nothing_more(a, 0.5)
+        assert_nothing_more(b, 0.1)
+    assert cursor_and_claims(dsn) == ([0], 0)
+
+
+def test_a_timed_out_transaction_releases_its_shared_acks(
+    client: txnq.Client, dsn: str, worker: CoordinatorWorker
+) -> None:
+    client.admin.create_topic("jobs")
+    client.producer("jobs").send("job")
+    with shared(client) as consumer:
+        message = receive_messages(consumer, 1)[0]
+        txn = client.new_transaction(timeout="500ms")
+        consumer.acknowledge(message, txn=txn)
+        time.sleep(0.6)
+        client.query("abort_timed_out", {"max_count": 100})
+        again = receive_messages(consumer, 1, timeout=10)[0]
+        assert again.message_id == message.message_id
+        consumer.acknowledge(again)
+    assert cursor_and_claims(dsn) == ([0], 0)
+
+
+def test_seek_on_a_shared_subscription_delivers_again(client: txnq.Client) -> None:
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(3):
+            producer.send(f"m{i}")
+    with shared(client) as consumer:
+        consumer.acknowledge(receive_messages(consumer, 3))
+        consumer.seek("earliest")
+        again = receive_messages(consumer, 3, timeout=5)
+        assert sorted(m.value for m in again) == [b"m0", b"m1", b"m2"]
