@@ -43,7 +43,7 @@ from txnq.storage import connect, translate, translated_errors
 
 if TYPE_CHECKING:
     from txnq.client import Client
-    from txnq.transaction import Transaction
+    from txnq.transaction import Transaction, TxnId
 
 SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
 AVAILABLE_TYPES = ("exclusive", "failover")
@@ -139,6 +139,8 @@ class Consumer:
         self._epoch: dict[int, int] = {}  # local: grows when a partition's position resets
         self._batch_sizes: dict[tuple[int, int], int] = {}  # delivered batch entries
         self._nacked: list[tuple[float, int, Message]] = []
+        # Partitions acknowledged in each open transaction: rewound if it aborts.
+        self._txn_partitions: dict[TxnId, set[int]] = {}
         self._nack_counter = 0
         self._redeliveries: dict[MessageId, int] = {}
         self._closed = False
@@ -251,6 +253,7 @@ class Consumer:
             indexes.append(-1 if size == 1 else message_id.batch_index)
             sizes.append(size)
         self._join(txn)
+        self._note_txn_partitions(txn, per_partition)
         self._ack(
             [
                 self._ack_params(partition, txn, offsets=offsets, indexes=indexes, sizes=sizes)
@@ -265,6 +268,7 @@ class Consumer:
         ``txn``: when the transaction commits)."""
         message_id, size = self._identify(message)
         self._join(txn)
+        self._note_txn_partitions(txn, [message_id.partition])
         self._ack(
             [
                 self._ack_params(
@@ -370,10 +374,33 @@ class Consumer:
                     del self._batch_sizes[key]
 
     def _resync(self) -> None:
-        """Re-read the cursors now (a transaction that acked here was aborted:
-        its messages are delivered again from the mark-delete offset)."""
+        """Re-read the cursors now (a cursor may have moved or been reset)."""
         self._heartbeat_due = 0.0
         self._wake_fetcher()
+
+    def _note_txn_partitions(self, txn: Transaction | None, partitions: Iterable[int]) -> None:
+        """Remember the partitions acknowledged (or tried) in ``txn``, before the ack."""
+        if txn is None:
+            return
+        with self._cond:
+            self._txn_partitions.setdefault(txn.txn_id, set()).update(partitions)
+
+    def _txn_ended(self, txn_id: TxnId, *, rewind: bool) -> None:
+        """A transaction this consumer acknowledged in ended. On abort, forget
+        what was fetched of its partitions, now (before the next receive can
+        hand out a message past them): they are fetched again from the cursor's
+        mark-delete offset. Relying on the abort's cursor-generation bump is
+        not enough: an ack refused for a conflict left no pending ack to
+        release, and the conflicting transaction may commit, so the messages
+        the aborted work received would never come back while this consumer
+        lives (and a later cumulative ack would cover them unprocessed)."""
+        with self._cond:
+            partitions = self._txn_partitions.pop(txn_id, set())
+            if not rewind:
+                return
+            for partition in partitions & self._assigned:
+                self._forget_partition(partition)
+        self._resync()
 
     # -- seeking and unsubscribing -----------------------------------------
 
