@@ -71,6 +71,7 @@ class Recorder(threading.Thread):
         self.last_poll = time.monotonic()
         self.lock = threading.Lock()
         self.ready = threading.Event()
+        self.consumer: txnq.Consumer | None = None
 
     def run(self) -> None:
         while not self.stop_event.is_set():
@@ -86,6 +87,7 @@ class Recorder(threading.Thread):
                         receiver_queue_size=2000,
                     ) as consumer,
                 ):
+                    self.consumer = consumer
                     self.ready.set()
                     self._consume(consumer)
             except (errors.TxnqError, psycopg.Error) as exc:
@@ -136,6 +138,10 @@ class Recorder(threading.Thread):
                     self.latencies.append(now - float(sent))
             self.last_poll = time.monotonic()
 
+    def assigned(self) -> list[int]:
+        consumer = self.consumer
+        return consumer.assigned_partitions if consumer is not None else []
+
     def stop(self) -> None:
         self.stop_event.set()
         self.join(timeout=30)
@@ -174,7 +180,7 @@ class CopierConfig:
     coordinators: int = 2
     coordinator_kills: int = 2
     postgres_restarts: int = 1
-    pause: float = 0.05
+    pause: float = 0.3
     first_fault: float = 0.2
     last_fault: float = 0.85
     timeout: float = 600.0
@@ -286,6 +292,32 @@ def _wait_transactions_settled(dsn: str, timeout: float) -> int:
         time.sleep(0.5)
 
 
+def diagnose(dsn: str) -> str:
+    """Where a stalled run stands: unfinished transactions, partition heads, cursors."""
+    queries = {
+        "unfinished transactions": "SELECT tc_id, txn_seq, state, reason, transactional_id,"
+        " opened_at, timeout_at FROM txnq.transactions"
+        " WHERE state NOT IN ('COMMITTED', 'ABORTED') ORDER BY opened_at",
+        "partitions": "SELECT t.name, p.partition, p.next_offset, p.max_read_offset"
+        " FROM txnq.partitions p JOIN txnq.topics t USING (topic_id) ORDER BY 1, 2",
+        "ongoing": "SELECT * FROM txnq.txn_buffer_ongoing",
+        "cursors": "SELECT s.name, c.partition, c.mark_delete_offset, c.generation"
+        " FROM txnq.cursors c JOIN txnq.subscriptions s USING (subscription_id) ORDER BY 1, 2",
+        "pending acks": "SELECT subscription_id, partition, tc_id, txn_seq, count(*),"
+        " min(entry_offset), max(entry_offset) FROM txnq.pending_acks GROUP BY 1, 2, 3, 4",
+        "consumers": "SELECT * FROM txnq.consumers",
+    }
+    out = []
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for title, query in queries.items():
+                out.append(f"-- {title}")
+                out.extend(repr(r) for r in conn.execute(query).fetchall())
+    except psycopg.Error as exc:
+        out.append(f"(diagnosis failed: {exc})")
+    return "\n".join(out)
+
+
 def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
     """Seed, copy under faults, check. ``progress(done, total, note)`` is called as it goes."""
     rng = random.Random(config.seed)
@@ -351,6 +383,7 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
         faults = {"copier_kills": 0, "coordinator_kills": 0, "postgres_restarts": 0}
         deadline = started + config.timeout
         last_progress = (0, time.monotonic())
+        next_fault_after = 0
         while len(verifier.seen) < config.messages:
             if time.monotonic() > deadline:
                 raise TimeoutError(
@@ -363,8 +396,11 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
             if done != last_progress[0]:
                 last_progress = (done, time.monotonic())
             elif time.monotonic() - last_progress[1] > 60:
-                raise TimeoutError(f"no progress for 60 s at {done} of {config.messages}")
-            if plan and done >= thresholds[0] * config.messages:
+                raise TimeoutError(
+                    f"no progress for 60 s at {done} of {config.messages}:\n" + diagnose(dsn)
+                )
+            # Faults at their share of progress, and at least one transaction apart.
+            if plan and done >= max(thresholds[0] * config.messages, next_fault_after):
                 kind, index = plan.pop(0)
                 thresholds.pop(0)
                 if kind == "copier":
@@ -379,6 +415,7 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
                     took = server.restart()
                     faults["postgres_restarts"] += 1
                     kind = f"postgres ({took:.1f}s)"
+                next_fault_after = done + config.txn_size
                 say(f"fault at {done}: {kind} {index}")
             time.sleep(0.1)
         copy_seconds = time.monotonic() - copy_started
@@ -688,7 +725,16 @@ def load(
         r.start()
     for r in recorders:
         r.ready.wait(60)
-    time.sleep(1.0)  # let the failover assignment settle before the load starts
+    # Let the failover assignment settle before the load starts: each consumer
+    # recomputes it at its heartbeat (a third of the lease), so until then two
+    # may both read a partition (at-least-once without transactions).
+    settle_deadline = time.monotonic() + 30
+    while time.monotonic() < settle_deadline:
+        time.sleep(0.5)
+        owned = [p for r in recorders for p in r.assigned()]
+        if sorted(owned) == list(range(partitions)):
+            break
+    time.sleep(0.5)
 
     def produce(index: int) -> None:
         rng = random.Random(index)
