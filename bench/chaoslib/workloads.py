@@ -182,7 +182,7 @@ class CopierConfig:
     postgres_restarts: int = 1
     pause: float = 0.3
     first_fault: float = 0.2
-    last_fault: float = 0.85
+    last_fault: float = 0.8
     timeout: float = 600.0
     seed: int = 1
     log_dir: str | None = None
