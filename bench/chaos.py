@@ -3,9 +3,9 @@ horizon and a load of many producers and consumers, each checked as a
 Jepsen-style history; prints one table (faults, messages, anomalies per class,
 throughput, latency) and the anomaly counts per class.
 
-    python bench/chaos.py                          # 200,000 messages, faults, 3-minute hold, 60 s load
-    python bench/chaos.py --messages 20000 --hold-seconds 30 --load-seconds 15   # about CI's size
-    python bench/chaos.py --dsn postgresql://postgres@127.0.0.1:5432/postgres    # hold/load on this server
+    python bench/chaos.py        # 200,000 messages, faults, 3-minute hold, 60 s load
+    python bench/chaos.py --messages 20000 --hold-seconds 30 --load-seconds 15  # CI's size
+    python bench/chaos.py --dsn postgresql://postgres@127.0.0.1:5432/postgres  # hold, load here
 
 The copier always runs on a PostgreSQL of its own (the embedded 18 on a free
 port), since it restarts it. The held-xmin and load workloads run in a fresh
@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
+import psycopg
+from psycopg import sql
 
-from bench.chaoslib.cluster import OwnedServer  # noqa: E402
-from bench.chaoslib.history import ANOMALIES  # noqa: E402
-from bench.chaoslib.workloads import CopierConfig, held_xmin, load, run_copier  # noqa: E402
+from bench.chaoslib.cluster import OwnedServer
+from bench.chaoslib.history import ANOMALIES
+from bench.chaoslib.workloads import CopierConfig, held_xmin, load, run_copier
 
 
 def _fresh_database(server_dsn: str) -> tuple[str, str]:
@@ -58,7 +58,9 @@ def main() -> int:
     p.add_argument("--dsn", help="server for the held-xmin and load runs (default: embedded)")
     p.add_argument("--messages", type=int, default=200_000)
     p.add_argument("--copiers", type=int, default=3)
-    p.add_argument("--subscription-type", default="failover", help="failover (or shared, once merged)")
+    p.add_argument(
+        "--subscription-type", default="failover", help="failover (or shared, once merged)"
+    )
     p.add_argument("--txn-size", type=int, default=500)
     p.add_argument("--abort-ratio", type=float, default=1 / 3)
     p.add_argument("--kills-per-copier", type=int, default=5)
@@ -166,7 +168,10 @@ def main() -> int:
             name, dsn = _fresh_database(server_dsn)
             try:
                 r = load(
-                    dsn, producers=args.producers, consumers=args.consumers, seconds=args.load_seconds
+                    dsn,
+                    producers=args.producers,
+                    consumers=args.consumers,
+                    seconds=args.load_seconds,
                 )
             finally:
                 _drop_database(server_dsn, name)

@@ -192,7 +192,9 @@ durations = st.one_of(
 )
 properties = st.one_of(
     junk,
-    st.dictionaries(st.text(max_size=20), st.one_of(st.text(max_size=20), st.integers()), max_size=4),
+    st.dictionaries(
+        st.text(max_size=20), st.one_of(st.text(max_size=20), st.integers()), max_size=4
+    ),
     st.just({"k": "v" * (6 * 1024 * 1024)}),
     st.just({str(i): "x" for i in range(5000)}),
 )
@@ -238,7 +240,9 @@ FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(Healt
 
 
 @FUZZ
-@given(name=names, partitions=st.one_of(junk, st.integers(-3, 5), st.just(10**9)), retention=durations)
+@given(
+    name=names, partitions=st.one_of(junk, st.integers(-3, 5), st.just(10**9)), retention=durations
+)
 def test_create_topic_rejects_bad_input_cleanly(world, name, partitions, retention) -> None:  # type: ignore[no-untyped-def]
     admin = world["client"].admin
     _rejected_or_fine(
@@ -312,19 +316,27 @@ def test_subscribe_rejects_bad_input_cleanly(  # type: ignore[no-untyped-def]
     # Only bad timeouts: a valid huge one would (rightly) wait that long.
     timeout=st.one_of(
         st.floats(max_value=-1e-9),
-        st.sampled_from(["-1s", "nan", "", "abc", -1, float("nan"), float("-inf"), True, b"1", [1]]),
+        st.sampled_from(
+            ["-1s", "nan", "", "abc", -1, float("nan"), float("-inf"), True, b"1", [1]]
+        ),
     ),
 )
 def test_consumer_calls_reject_bad_input_cleanly(world, what, txn, cumulative, timeout) -> None:  # type: ignore[no-untyped-def]
     consumer = world["consumer"]
     message = world["message"]
-    target = {
-        "message": message,
-        "foreign-id": txnq.MessageId("other", 0, 0),
-        "far-id": txnq.MessageId("t", 0, 10**12),
-        "list": [message.message_id, "x"],
-    }.get(what, what) if isinstance(what, str) else what
-    txn_arg = {"none": None, "ended": world["ended"], "foreign": world["foreign"], "junk": "1:1"}[txn]
+    target = (
+        {
+            "message": message,
+            "foreign-id": txnq.MessageId("other", 0, 0),
+            "far-id": txnq.MessageId("t", 0, 10**12),
+            "list": [message.message_id, "x"],
+        }.get(what, what)
+        if isinstance(what, str)
+        else what
+    )
+    txn_arg = {"none": None, "ended": world["ended"], "foreign": world["foreign"], "junk": "1:1"}[
+        txn
+    ]
     if txn == "none" and what == "message":
         return  # a valid ack: nothing to reject
     ack = consumer.acknowledge_cumulative if cumulative else consumer.acknowledge

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 Position = tuple[int, ...]
 
@@ -115,7 +116,9 @@ class History:
             raise ValueError(f"send outcome must be one of {SEND_OUTCOMES}, not {outcome!r}")
         self.sends.append(Send(process, value, outcome, **kw))  # type: ignore[arg-type]
 
-    def poll(self, process: str, partition: int, position: Position, value: str, **kw: object) -> None:
+    def poll(
+        self, process: str, partition: int, position: Position, value: str, **kw: object
+    ) -> None:
         self.polls.append(Poll(process, partition, tuple(position), value, **kw))  # type: ignore[arg-type]
 
     def txn(self, txn: str, outcome: str, commit_time: float | None = None) -> None:
@@ -257,11 +260,12 @@ def check(history: History) -> Report:
         sequences[(p.process, p.session, p.partition)].append(p)
     for (process, _session, partition), polls in sequences.items():
         acked_positions = [pos for pos, _ in acked_by_partition.get(partition, [])]
-        for before, after in zip(polls, polls[1:], strict=False):
+        for before, after in pairwise(polls):
             if after.position <= before.position:
                 found.add(
                     "nonmonotonic_poll",
-                    f"{process} read {partition}:{after.position} after {partition}:{before.position}",
+                    f"{process} read {partition}:{after.position} "
+                    f"after {partition}:{before.position}",
                 )
                 continue
             skipped = [q for q in acked_positions if before.position < q < after.position]
@@ -301,7 +305,9 @@ def check(history: History) -> Report:
                 found.add("unconsumed_input", value)
         for value, n in committed.items():
             if n > 1:
-                found.add("multiply_consumed_input", f"{value} consumed by {n} committed transactions")
+                found.add(
+                    "multiply_consumed_input", f"{value} consumed by {n} committed transactions"
+                )
 
     return Report(
         counts=found.counts,

@@ -148,7 +148,7 @@ class Recorder(threading.Thread):
 
 
 def read_all(dsn: str, topic: str, subscription: str, idle: float = 2.0) -> list[txnq.Message]:
-    """Everything a fresh read_committed subscription reads, until ``idle`` seconds bring nothing."""
+    """All a fresh read_committed subscription reads until ``idle`` seconds bring nothing."""
     out: list[txnq.Message] = []
     with (
         txnq.Client(dsn) as client,
@@ -253,7 +253,8 @@ def _read_copier_logs(log_dir: Path, names: list[str]) -> dict[str, dict[str, An
             if txn is None:
                 continue
             entry = txns.setdefault(
-                txn, {"process": name, "consumed": [], "produced": [], "commit": None, "outcome": None}
+                txn,
+                {"process": name, "consumed": [], "produced": [], "commit": None, "outcome": None},
             )
             if record["ev"] == "batch":
                 entry["consumed"], entry["produced"] = record["consumed"], record["produced"]
@@ -375,7 +376,10 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
         plan: list[tuple[str, int]] = [
             ("copier", i) for i in range(config.copiers) for _ in range(config.kills_per_copier)
         ]
-        plan += [("coordinator", i % max(1, config.coordinators)) for i in range(config.coordinator_kills)]
+        plan += [
+            ("coordinator", i % max(1, config.coordinators))
+            for i in range(config.coordinator_kills)
+        ]
         plan += [("postgres", 0)] * config.postgres_restarts
         rng.shuffle(plan)
         step = (config.last_fault - config.first_fault) / max(1, len(plan) - 1)
@@ -466,7 +470,9 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
                 final_history.send(t["process"], value, "ok", txn=t_name)
         for m in final:
             mid = m.message_id
-            final_history.poll("final", mid.partition, (mid.offset, mid.batch_index), m.value.decode())
+            final_history.poll(
+                "final", mid.partition, (mid.offset, mid.batch_index), m.value.decode()
+            )
         final_report = check(final_history)
         values = [m.value.decode() for m in final]
         expected = {"out:" + v for v in inputs}
@@ -638,18 +644,22 @@ def held_xmin(
     def rate(a: float, b: float) -> float:
         return sum(1 for x in consumed if a <= x < b) / (b - a)
 
-    return HeldXminResult(
-        rate_before=rate(t0 + 1.0, t1),  # the first second warms up
-        rate_during=rate(t1, t2),
-        rate_after=rate(t2, t3),
-        dead_before=dead_before,
-        dead_peak=dead_peak,
-        dead_after=dead_after,
-        hold_seconds=t2 - t1,
-        messages=len(produced),
-        lost=len(set(produced) - seen),
-        vacuumed=[f"{v.table} ({v.dead_tuples})" for v in vacuumed],
-    ) if not failures else _raise(failures)
+    return (
+        HeldXminResult(
+            rate_before=rate(t0 + 1.0, t1),  # the first second warms up
+            rate_during=rate(t1, t2),
+            rate_after=rate(t2, t3),
+            dead_before=dead_before,
+            dead_peak=dead_peak,
+            dead_after=dead_after,
+            hold_seconds=t2 - t1,
+            messages=len(produced),
+            lost=len(set(produced) - seen),
+            vacuumed=[f"{v.table} ({v.dead_tuples})" for v in vacuumed],
+        )
+        if not failures
+        else _raise(failures)
+    )
 
 
 def _raise(failures: list[str]) -> HeldXminResult:

@@ -37,7 +37,9 @@ def test_copier_output_is_its_input_exactly_once_under_faults(tmp_path) -> None:
     result = run_copier(config)
     detail = "\n".join(result.notes) + f"\nlogs in {result.log_dir}"
     # Every planned fault happened, after 20% of the copying.
-    assert result.faults == {"copier_kills": 9, "coordinator_kills": 2, "postgres_restarts": 1}, detail
+    assert result.faults == {"copier_kills": 9, "coordinator_kills": 2, "postgres_restarts": 1}, (
+        detail
+    )
     # The history of transactions, sends, acks and the concurrent consumer's polls.
     assert result.report.valid, result.report.summary() + "\n" + detail
     assert result.verifier_distinct == config.messages
