@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.timeout(300)]
 
 
 def test_many_producers_and_consumers_leave_a_clean_history(dsn: str) -> None:
-    result = load(dsn, producers=16, consumers=8, seconds=15)
+    result = load(dsn, producers=16, consumers=8, seconds=10)
     assert result.errors == []
     assert result.deadlocks == 0
     assert result.report.valid, result.report.summary()
