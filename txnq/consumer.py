@@ -355,7 +355,7 @@ class Consumer:
             for attempt in (1, 2):
                 try:
                     with translated_errors():
-                        conn = self._ack_proxy.driver_connection
+                        conn = self._ack_connection()
                         with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
                             marks = [conn.execute(QUERIES["ack"], c).fetchone()[0] for c in calls]
                     break
@@ -364,7 +364,7 @@ class Consumer:
                     if attempt == 2:
                         raise
                     self._ack_proxy.invalidate()
-                    self._ack_proxy = self._client.checkout()
+                    self._ack_connection()
         with self._cond:
             for call, mark_delete in zip(calls, marks, strict=True):
                 partition = call["partition"]
@@ -499,7 +499,7 @@ class Consumer:
             for attempt in (1, 2):
                 try:
                     with translated_errors():
-                        cur = self._ack_proxy.driver_connection.execute(QUERIES[name], params)
+                        cur = self._ack_connection().execute(QUERIES[name], params)
                         row = cur.fetchone() if cur.description else None
                         return None if row is None else row[0]
                 except psycopg.OperationalError:
@@ -507,16 +507,32 @@ class Consumer:
                     if attempt == 2:
                         raise
                     self._ack_proxy.invalidate()
-                    self._ack_proxy = self._client.checkout()
+                    self._ack_connection()
         return None
+
+    def _ack_connection(self) -> Any:
+        """The ack connection; checked out anew when it was invalidated (a lost
+        connection) and an earlier reconnect failed, e.g. while PostgreSQL
+        restarted. A server still away raises ServerUnavailableError, and the
+        next call tries again: the consumer stays usable (found by the chaos
+        copier, whose consumers failed with AttributeError after a restart)."""
+        conn = self._ack_proxy.driver_connection
+        if conn is None:
+            try:
+                self._ack_proxy = self._client.checkout()
+            except psycopg.OperationalError as exc:
+                raise errors.ServerUnavailableError(
+                    f"PostgreSQL is unavailable ({exc}); the call changed nothing: retry it "
+                    "when the server is back"
+                ) from exc
+            conn = self._ack_proxy.driver_connection
+        return conn
 
     def _wake_fetcher(self) -> None:
         try:
             with self._ack_lock:
-                self._ack_proxy.driver_connection.execute(
-                    "SELECT pg_notify(%s, '')", (self._channel,)
-                )
-        except psycopg.Error:
+                self._ack_connection().execute("SELECT pg_notify(%s, '')", (self._channel,))
+        except (psycopg.Error, errors.ServerUnavailableError):
             pass  # the fetch thread polls anyway
 
     # -- the fetch thread ---------------------------------------------------
