@@ -73,3 +73,30 @@ def test_a_transaction_the_system_aborted_rewinds_on_commit(client: txnq.Client)
         txn.commit()
     again = receive_messages(consumer, 10, timeout=10)
     assert [m.value for m in again] == [m.value for m in batch]
+
+
+def test_a_cumulative_ack_over_messages_released_since_delivery_is_refused(
+    client: txnq.Client,
+) -> None:
+    """A failover/exclusive handover: the new consumer fetches past messages the
+    old one's transaction holds pending; that transaction aborts; a cumulative
+    ack in a transaction would now consume them unprocessed. It is refused,
+    and after the abort every message is delivered again (lost before the fix:
+    found by the chaos copier as 1,000 inputs that never reached the output)."""
+    old = client.subscribe("in", "s", initial_position="earliest")
+    first = receive_messages(old, 5)
+    holder = client.new_transaction()
+    old.acknowledge_cumulative(first[-1], txn=holder)  # m0..m4 pending
+    old.close()
+
+    new = client.subscribe("in", "s")
+    rest = receive_messages(new, 5)  # fetch skips the pending m0..m4
+    assert [m.value for m in rest] == [f"m{i}".encode() for i in range(5, 10)]
+    with txnq.Client(client.dsn) as other:  # the old owner's transaction aborts
+        other.admin.abort_transaction(holder.txn_id)
+    txn = client.new_transaction()
+    with pytest.raises(errors.TransactionConflictError, match="rewound"):
+        new.acknowledge_cumulative(rest[-1], txn=txn)
+    txn.abort()
+    again = receive_messages(new, 10, timeout=10)
+    assert [m.value for m in again] == [f"m{i}".encode() for i in range(10)]

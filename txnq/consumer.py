@@ -138,6 +138,8 @@ class Consumer:
         self._generation: dict[int, int] = {}  # the cursor generation we follow
         self._epoch: dict[int, int] = {}  # local: grows when a partition's position resets
         self._batch_sizes: dict[tuple[int, int], int] = {}  # delivered batch entries
+        # (partition, offset) of fetched entries -> the cursor generation they were fetched under
+        self._fetched_generation: dict[tuple[int, int], int] = {}
         self._nacked: list[tuple[float, int, Message]] = []
         # Partitions acknowledged in each open transaction: rewound if it aborts.
         self._txn_partitions: dict[TxnId, set[int]] = {}
@@ -269,6 +271,8 @@ class Consumer:
         message_id, size = self._identify(message)
         self._join(txn)
         self._note_txn_partitions(txn, [message_id.partition])
+        with self._cond:
+            generation = self._fetched_generation.get((message_id.partition, message_id.offset))
         self._ack(
             [
                 self._ack_params(
@@ -277,7 +281,14 @@ class Consumer:
                     cumulative=message_id.offset,
                     cumulative_batch=(message_id.batch_index, size),
                 )
-            ]
+            ],
+            # A cumulative ack covers messages this consumer may never have
+            # received: those another transaction held pending when it fetched
+            # (fetch skips them), released since by that transaction's abort
+            # (which bumps the cursor generation). In a transaction that would
+            # consume them unprocessed: refuse it if the cursor was rewound
+            # since this message was delivered (found by the chaos copier).
+            expected_generation=generation if txn is not None else None,
         )
 
     def negative_acknowledge(self, message: Message) -> None:
@@ -347,7 +358,7 @@ class Consumer:
             "txn_seq": None if txn is None else txn.txn_id.seq,
         }
 
-    def _ack(self, calls: list[dict[str, Any]]) -> None:
+    def _ack(self, calls: list[dict[str, Any]], expected_generation: int | None = None) -> None:
         """One ack_v2 call per partition; several run in one PostgreSQL
         transaction (cursor rows locked in partition order), so a list of
         messages is acknowledged all or nothing."""
@@ -356,8 +367,11 @@ class Consumer:
                 try:
                     with translated_errors():
                         conn = self._ack_connection()
-                        with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
+                        in_one = len(calls) > 1 or expected_generation is not None
+                        with conn.transaction() if in_one else contextlib.nullcontext():
                             marks = [conn.execute(QUERIES["ack"], c).fetchone()[0] for c in calls]
+                            if expected_generation is not None:
+                                self._check_generation(conn, calls[0], expected_generation)
                     break
                 except psycopg.OperationalError:
                     # Acks are idempotent: reconnect and try once more.
@@ -372,6 +386,22 @@ class Consumer:
                     k for k in self._batch_sizes if k[0] == partition and k[1] <= mark_delete
                 ]:
                     del self._batch_sizes[key]
+                for key in [
+                    k for k in self._fetched_generation if k[0] == partition and k[1] <= mark_delete
+                ]:
+                    del self._fetched_generation[key]
+
+    def _check_generation(self, conn: Any, call: dict[str, Any], expected: int) -> None:
+        row = conn.execute(QUERIES["cursor_generation"], call).fetchone()
+        if row is not None and row[0] != expected:
+            # Raised inside the PostgreSQL transaction: the ack is rolled back.
+            raise errors.TransactionConflictError(
+                f"partition {call['partition']} of subscription {self.subscription!r} was "
+                "rewound after this message was delivered (a transaction that held earlier "
+                "messages aborted): this cumulative acknowledgement would cover messages "
+                f"this consumer has not processed. Abort transaction {call['txn_tc']}:"
+                f"{call['txn_seq']}; the messages are delivered again"
+            )
 
     def _resync(self) -> None:
         """Re-read the cursors now (a cursor may have moved or been reset)."""
@@ -757,6 +787,10 @@ class Consumer:
                 return 0  # the partition was reset or handed over meanwhile
             self._read_position[partition] = rows[-1][0]
             self._batch_sizes.update(sizes)
+            generation = self._generation.get(partition)
+            if generation is not None:
+                for row in rows:
+                    self._fetched_generation[(partition, row[0])] = generation
             self._queue.extend(messages)
             self._cond.notify_all()
         return len(messages)
