@@ -40,8 +40,8 @@ def test_messages_of_a_transaction_aborted_for_a_conflict_are_delivered_again(
     loser = client.new_transaction()
     with pytest.raises(errors.TransactionConflictError):
         consumer.acknowledge_cumulative(second[-1], txn=loser)
-    loser.abort()
     holder.commit()  # a commit bumps no cursor generation: only the abort can rewind
+    loser.abort()
 
     again = receive_messages(consumer, 5, timeout=10)
     assert [m.value for m in again] == [m.value for m in second]
