@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from txnq.app_transaction import AttachedTransaction
     from txnq.client import Client
     from txnq.producer import Producer
-    from txnq.transaction import Transaction
+    from txnq.transaction import Transaction, TxnId
 
 SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
 SHARED_TYPES = ("shared", "key_shared")
@@ -298,7 +298,11 @@ class Consumer:
         self._generation: dict[int, int] = {}  # the cursor generation we follow
         self._epoch: dict[int, int] = {}  # local: grows when a partition's position resets
         self._batch_sizes: dict[tuple[int, int], int] = {}  # delivered batch entries
+        # (partition, offset) of fetched entries -> the cursor generation they were fetched under
+        self._fetched_generation: dict[tuple[int, int], int] = {}
         self._nacked: list[tuple[float, int, Message]] = []
+        # Partitions acknowledged in each open transaction: rewound if it aborts.
+        self._txn_partitions: dict[TxnId, set[int]] = {}
         self._nack_counter = 0
         self._redeliveries: dict[MessageId, int] = {}
         self._closed = False
@@ -468,6 +472,7 @@ class Consumer:
             return
         txn = cast("Transaction | None", txn)
         self._join(txn)
+        self._note_txn_partitions(txn, per_partition)
         self._ack(
             [
                 self._ack_params(partition, txn, offsets=offsets, indexes=indexes, sizes=sizes)
@@ -498,6 +503,9 @@ class Consumer:
             )
         txn = cast("Transaction | None", txn)
         self._join(txn)
+        self._note_txn_partitions(txn, [message_id.partition])
+        with self._cond:
+            generation = self._fetched_generation.get((message_id.partition, message_id.offset))
         self._ack(
             [
                 self._ack_params(
@@ -506,7 +514,14 @@ class Consumer:
                     cumulative=message_id.offset,
                     cumulative_batch=(message_id.batch_index, size),
                 )
-            ]
+            ],
+            # A cumulative ack covers messages this consumer may never have
+            # received: those another transaction held pending when it fetched
+            # (fetch skips them), released since by that transaction's abort
+            # (which bumps the cursor generation). In a transaction that would
+            # consume them unprocessed: refuse it if the cursor was rewound
+            # since this message was delivered (found by the chaos copier).
+            expected_generation=generation if txn is not None else None,
         )
 
     def negative_acknowledge(self, message: Message) -> None:
@@ -695,7 +710,7 @@ class Consumer:
             "txn_seq": None if txn is None else txn.txn_id.seq,
         }
 
-    def _ack(self, calls: list[dict[str, Any]]) -> None:
+    def _ack(self, calls: list[dict[str, Any]], expected_generation: int | None = None) -> None:
         """One ack_v2 call per partition; several run in one PostgreSQL
         transaction (cursor rows locked in partition order), so a list of
         messages is acknowledged all or nothing."""
@@ -703,16 +718,19 @@ class Consumer:
             for attempt in (1, 2):
                 try:
                     with translated_errors():
-                        conn = self._ack_proxy.driver_connection
-                        with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
+                        conn = self._ack_connection()
+                        in_one = len(calls) > 1 or expected_generation is not None
+                        with conn.transaction() if in_one else contextlib.nullcontext():
                             marks = [conn.execute(QUERIES["ack"], c).fetchone()[0] for c in calls]
+                            if expected_generation is not None:
+                                self._check_generation(conn, calls[0], expected_generation)
                     break
                 except psycopg.OperationalError:
                     # Acks are idempotent: reconnect and try once more.
                     if attempt == 2:
                         raise
                     self._ack_proxy.invalidate()
-                    self._ack_proxy = self._client.checkout()
+                    self._ack_connection()
         with self._cond:
             for call, mark_delete in zip(calls, marks, strict=True):
                 partition = call["partition"]
@@ -720,26 +738,46 @@ class Consumer:
                     k for k in self._batch_sizes if k[0] == partition and k[1] <= mark_delete
                 ]:
                     del self._batch_sizes[key]
+                for key in [
+                    k for k in self._fetched_generation if k[0] == partition and k[1] <= mark_delete
+                ]:
+                    del self._fetched_generation[key]
 
-    def _resync(self) -> None:
-        """Re-read the cursors now (a transaction that acked here was aborted:
-        its messages are delivered again from the mark-delete offset)."""
-        self._heartbeat_due = 0.0
-        self._wake_fetcher()
+    def _check_generation(self, conn: Any, call: dict[str, Any], expected: int) -> None:
+        row = conn.execute(QUERIES["cursor_generation"], call).fetchone()
+        if row is not None and row[0] != expected:
+            # Raised inside the PostgreSQL transaction: the ack is rolled back.
+            raise errors.TransactionConflictError(
+                f"partition {call['partition']} of subscription {self.subscription!r} was "
+                "rewound after this message was delivered (a transaction that held earlier "
+                "messages aborted): this cumulative acknowledgement would cover messages "
+                f"this consumer has not processed. Abort transaction {call['txn_tc']}:"
+                f"{call['txn_seq']}; the messages are delivered again"
+            )
 
     def _rewind(self, partitions: Iterable[int]) -> None:
         """Deliver again what was not acknowledged on these partitions: the read
         position goes back to the cursor (an application transaction that
-        acknowledged here rolled back; txnq.app_transaction)."""
+        acknowledged here rolled back, txnq.app_transaction; or a txnq
+        transaction it acknowledged in aborted, _txn_ended)."""
         with self._cond:
-            if self._closed:
-                return  # nothing to deliver again here: the next consumer starts at the cursor
-            for partition in partitions:
-                if partition in self._assigned:
-                    self._forget_partition(partition)
-            self._heartbeat_due = 0.0
-            self._cond.notify_all()
+            if not self._drop_fetched(partitions):
+                return
         self._wake_fetcher()
+
+    def _drop_fetched(self, partitions: Iterable[int]) -> bool:
+        """With ``_cond`` held: forget what was fetched of these partitions so
+        they are read again from the cursor; False if the consumer is closed
+        (the next consumer starts at the cursor anyway). The caller wakes the
+        fetch thread after letting go of ``_cond`` (waking takes the ack lock)."""
+        if self._closed:
+            return False
+        for partition in partitions:
+            if partition in self._assigned:
+                self._forget_partition(partition)
+        self._heartbeat_due = 0.0
+        self._cond.notify_all()
+        return True
 
     def process(
         self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
@@ -752,6 +790,28 @@ class Consumer:
         if self._shared:
             raise errors.InvalidArgumentError(_ATTACHED_SHARED)
         return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
+
+    def _note_txn_partitions(self, txn: Transaction | None, partitions: Iterable[int]) -> None:
+        """Remember the partitions acknowledged (or tried) in ``txn``, before the ack."""
+        if txn is None:
+            return
+        with self._cond:
+            self._txn_partitions.setdefault(txn.txn_id, set()).update(partitions)
+
+    def _txn_ended(self, txn_id: TxnId, *, rewind: bool) -> None:
+        """A transaction this consumer acknowledged in ended. On abort, forget
+        what was fetched of its partitions, now (before the next receive can
+        hand out a message past them): they are fetched again from the cursor's
+        mark-delete offset. Relying on the abort's cursor-generation bump is
+        not enough: an ack refused for a conflict left no pending ack to
+        release, and the conflicting transaction may commit, so the messages
+        the aborted work received would never come back while this consumer
+        lives (and a later cumulative ack would cover them unprocessed)."""
+        with self._cond:
+            partitions = self._txn_partitions.pop(txn_id, set())
+            if not rewind or not self._drop_fetched(partitions):
+                return
+        self._wake_fetcher()
 
     # -- seeking and unsubscribing -----------------------------------------
 
@@ -869,7 +929,7 @@ class Consumer:
             for attempt in (1, 2):
                 try:
                     with translated_errors():
-                        cur = self._ack_proxy.driver_connection.execute(QUERIES[name], params)
+                        cur = self._ack_connection().execute(QUERIES[name], params)
                         row = cur.fetchone() if cur.description else None
                         return None if row is None else row[0]
                 except psycopg.OperationalError:
@@ -877,16 +937,32 @@ class Consumer:
                     if attempt == 2:
                         raise
                     self._ack_proxy.invalidate()
-                    self._ack_proxy = self._client.checkout()
+                    self._ack_connection()
         return None
+
+    def _ack_connection(self) -> Any:
+        """The ack connection; checked out anew when it was invalidated (a lost
+        connection) and an earlier reconnect failed, e.g. while PostgreSQL
+        restarted. A server still away raises ServerUnavailableError, and the
+        next call tries again: the consumer stays usable (found by the chaos
+        copier, whose consumers failed with AttributeError after a restart)."""
+        conn = self._ack_proxy.driver_connection
+        if conn is None:
+            try:
+                self._ack_proxy = self._client.checkout()
+            except psycopg.OperationalError as exc:
+                raise errors.ServerUnavailableError(
+                    f"PostgreSQL is unavailable ({exc}); the call changed nothing: retry it "
+                    "when the server is back"
+                ) from exc
+            conn = self._ack_proxy.driver_connection
+        return conn
 
     def _wake_fetcher(self) -> None:
         try:
             with self._ack_lock:
-                self._ack_proxy.driver_connection.execute(
-                    "SELECT pg_notify(%s, '')", (self._channel,)
-                )
-        except psycopg.Error:
+                self._ack_connection().execute("SELECT pg_notify(%s, '')", (self._channel,))
+        except (psycopg.Error, errors.ServerUnavailableError):
             pass  # the fetch thread polls anyway
 
     # -- the fetch thread ---------------------------------------------------
@@ -1191,6 +1267,10 @@ class Consumer:
                 return 0  # the partition was reset or handed over meanwhile
             self._read_position[partition] = rows[-1][0]
             self._batch_sizes.update(sizes)
+            generation = self._generation.get(partition)
+            if generation is not None:
+                for row in rows:
+                    self._fetched_generation[(partition, row[0])] = generation
             self._queue.extend(messages)
             self._cond.notify_all()
         return len(messages)

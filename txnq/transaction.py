@@ -126,6 +126,8 @@ class Transaction:
         :class:`ProducerFencedError`, or :class:`TransactionEndedError`.
         """
         with self._lock:
+            if self._state in ("ABORTED", "ABORTING"):
+                self._rewind_consumers()  # the system aborted it (timeout, fencing)
             self._check_open()
             for producer in list(self._producers):
                 with contextlib.suppress(errors.TxnqError):
@@ -146,6 +148,7 @@ class Transaction:
         the system aborted already (timeout, fencing) is a no-op."""
         with self._lock:
             if self._state in ("ABORTED", "ABORTING"):
+                self._rewind_consumers()
                 return
             self._check_open()
             self._end(commit=False, wait=True)
@@ -246,15 +249,24 @@ class Transaction:
             failpoint("client_after_decision")
             if wait:
                 self._complete()
+        if state in ("ABORTING", "ABORTED"):
+            self._rewind_consumers()
+        else:
+            for consumer in self._consumers:
+                consumer._txn_ended(self.txn_id, rewind=False)
         if commit and state in ("ABORTING", "ABORTED"):
             self._check_open()  # raises what it was aborted for
         if not commit and state in ("COMMITTING", "COMMITTED"):
             raise errors.TransactionEndedError(
                 f"transaction {self.txn_id} was committed already; it cannot be aborted"
             )
-        if not commit:
-            for consumer in self._consumers:
-                consumer._resync()
+
+    def _rewind_consumers(self) -> None:
+        """The transaction aborted: every consumer that acknowledged in it (or
+        tried to: an ack refused for a conflict counts) delivers those partitions
+        again from the cursor, so no message handed to the aborted work is lost."""
+        for consumer in self._consumers:
+            consumer._txn_ended(self.txn_id, rewind=True)
 
     def _complete(self) -> None:
         """The marker phase inline; the workers finish it if this keeps failing."""

@@ -26,6 +26,13 @@ SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
   FROM txnq.fetch_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
                      %(max_entries)s, %(max_bytes)s)
 
+-- name: cursor_generation
+-- Run after ack_v2 in the same PostgreSQL transaction: the cursor row is locked,
+-- so this reads the latest committed generation (a cumulative ack in a
+-- transaction checks that no rewind happened since its message was delivered).
+SELECT generation FROM txnq.cursors
+ WHERE topic_id = %(topic_id)s AND partition = %(partition)s AND subscription_id = %(subscription_id)s
+
 -- name: ack
 SELECT txnq.ack_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
                    %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[],
