@@ -1,0 +1,275 @@
+"""What every peer of the side-by-side benchmark shares: the sizes of a run,
+the operations and their raw PostgreSQL limits, the per-peer database, timing
+and the storage measurement."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+import txnq.storage
+from bench.transactions import concurrently
+
+PAYLOAD_BYTES = 100
+BATCH = 1000  # messages per commit for every batched operation
+CTP_BATCH = 500  # messages per consume-transform-produce transaction
+DATABASE_PREFIX = "txnq_peer_"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The sizes of one run; every loop is bounded by a count and by ``seconds``."""
+
+    messages: int = 200_000  # batched send, consume, storage
+    single: int = 5_000  # single sends, per client
+    ctp_messages: int = 50_000  # transactional produce and consume-transform-produce
+    seconds: float = 30.0  # time bound of each phase
+    clients: int = 4  # the multi-client single send
+
+
+@dataclass(frozen=True)
+class Operation:
+    key: str
+    title: str
+    limit: str  # the key of the raw measurement it is compared with
+
+
+# The operations compared across peers, each with the raw PostgreSQL figure of
+# the same run that bounds it.
+OPERATIONS = (
+    Operation("send_single", "single send, 1 client, one commit per message", "single_1"),
+    Operation("send_single_4", "single send, 4 clients, one commit per message", "single_4"),
+    Operation("send_batch", f"batched send, {BATCH} messages per commit", "insert_1000"),
+    Operation(
+        "consume_ack",
+        f"consume + ack, batches of up to {BATCH} (one reader / exclusive)",
+        "read_ack",
+    ),
+    Operation(
+        "consume_ack_shared",
+        f"consume + ack, batches of up to {BATCH} (competing consumers / shared)",
+        "read_ack",
+    ),
+    Operation(
+        "txn_produce", f"transactional produce, {BATCH} messages per transaction", "insert_1000"
+    ),
+    Operation("ctp", f"consume-transform-produce, {CTP_BATCH} messages per transaction", "ctp"),
+)
+
+RAW_LABELS = {
+    "copy": f"COPY (binary), {BATCH} rows per commit",
+    "insert_100": "INSERT … SELECT unnest(), 100 rows per commit",
+    "insert_1000": f"INSERT … SELECT unnest(), {BATCH} rows per commit",
+    "single_1": "single-row INSERT commits, 1 client",
+    "single_4": "single-row INSERT commits, 4 clients",
+    "read_ack": f"keyset SELECT of {BATCH} rows + offset UPDATE per commit",
+    "delete_queue": f"DELETE … SKIP LOCKED … RETURNING, {BATCH} rows per commit",
+    "ctp": f"read {CTP_BATCH} + INSERT {CTP_BATCH} + offset UPDATE per commit",
+}
+
+
+class Skipped(Exception):
+    """A peer or an operation that cannot run here; the message says why."""
+
+
+@dataclass
+class Storage:
+    """What a peer's tables hold after the consume phase."""
+
+    consumed: int
+    table_bytes: int
+    index_bytes: int
+    dead_tuples: int
+    live_tuples: int
+    bytes_after_vacuum: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class PeerRun:
+    """One peer's results in one run: msgs/s per operation, or why not."""
+
+    rates: dict[str, float] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    storage: Storage | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def text_payloads(n: int) -> list[str]:
+    """Distinct 100-character payloads, for peers that store text or JSON."""
+    return [os.urandom(PAYLOAD_BYTES // 2).hex() for _ in range(min(n, 4096))]
+
+
+def byte_payloads(n: int) -> list[bytes]:
+    return [os.urandom(PAYLOAD_BYTES) for _ in range(min(n, 4096))]
+
+
+class Deadline:
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self._end
+
+
+def bounded(n: int, seconds: float, step: Callable[[int], int]) -> tuple[int, float]:
+    """Call ``step(done)`` (which returns how many messages it handled, 0 when
+    there is nothing left) until ``n`` are done or ``seconds`` passed; the count
+    and msgs/s."""
+    deadline = Deadline(seconds)
+    done = 0
+    start = time.perf_counter()
+    while done < n and not deadline.expired():
+        handled = step(done)
+        if handled == 0:
+            break
+        done += handled
+    elapsed = time.perf_counter() - start
+    return done, (done / elapsed if elapsed > 0 else 0.0)
+
+
+async def abounded(
+    n: int, seconds: float, step: Callable[[int], Awaitable[int]]
+) -> tuple[int, float]:
+    """:func:`bounded` for a coroutine ``step``."""
+    deadline = Deadline(seconds)
+    done = 0
+    start = time.perf_counter()
+    while done < n and not deadline.expired():
+        handled = await step(done)
+        if handled == 0:
+            break
+        done += handled
+    elapsed = time.perf_counter() - start
+    return done, (done / elapsed if elapsed > 0 else 0.0)
+
+
+def sql_single_commits(
+    dsn: str, cfg: Config, clients: int, query: str, params: Callable[[int, int], Sequence[Any]]
+) -> tuple[int, float]:
+    """``query`` in autocommit, one message per commit, from ``clients``
+    connections at once (``params(client, seq)`` gives its parameters, ``seq``
+    unique over the clients); the count and msgs/s overall."""
+    counter = itertools.count()
+
+    def work(index: int, ready: threading.Barrier) -> list[float]:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            ready.wait()
+
+            def one(_: int) -> int:
+                conn.execute(query, params(index, next(counter)))
+                return 1
+
+            done, _ = bounded(cfg.single, cfg.seconds, one)
+            return [float(done)]
+
+    start = time.perf_counter()
+    sent = int(sum(concurrently(clients, work)))
+    return sent, sent / (time.perf_counter() - start)
+
+
+# -- databases -----------------------------------------------------------------
+
+
+def database_dsn(server_dsn: str, database: str) -> str:
+    """``server_dsn`` (URL or key=value) as a ``postgresql://`` URL for ``database``."""
+    url = txnq.storage.sqlalchemy_url(server_dsn)
+    return url.set(drivername="postgresql", database=database).render_as_string(False)
+
+
+@contextmanager
+def fresh_database(server_dsn: str, name: str) -> Iterator[str]:
+    """Create ``txnq_peer_<name>`` (dropping a leftover of an earlier run),
+    yield its DSN and drop it afterwards. No other database is touched."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,30}", name):
+        raise ValueError(f"bad peer name {name!r}")
+    database = DATABASE_PREFIX + name
+    ident = sql.Identifier(database)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(ident))
+    try:
+        yield database_dsn(server_dsn, database)
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+
+
+def analyze(dsn: str) -> None:
+    """``ANALYZE`` the peer's database before its consume phase, untimed and
+    the same for every peer: with autovacuum off nothing else would give the
+    planner statistics for the freshly filled tables, and autovacuum's
+    auto-analyze would have run on any server that has it on."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
+STORAGE_QUERY = r"""
+SELECT coalesce(sum(pg_table_size(c.oid)), 0)::bigint,
+       coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint,
+       coalesce(sum(s.n_dead_tup), 0)::bigint,
+       coalesce(sum(s.n_live_tup), 0)::bigint
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+ WHERE c.relkind IN ('r', 'p', 'm')
+   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+   AND n.nspname NOT LIKE 'pg\_toast%%'
+"""
+
+
+def measure_storage(dsn: str, consumed: int) -> Storage:
+    """Table and index bytes and dead tuples of every table of the peer's
+    database (each peer has its own database), then the bytes and live rows
+    after a plain ``VACUUM`` of the database (run the same way for every peer;
+    autovacuum may be off on the server)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # Other backends report their statistics when they exit or after a
+        # second; the peers' connections are closed by now.
+        time.sleep(1.1)
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(STORAGE_QUERY).fetchone()
+        assert row is not None
+        storage = Storage(consumed, int(row[0]), int(row[1]), int(row[2]), 0)
+        conn.execute("VACUUM")
+        # VACUUM counts the live rows exactly (the statistics' running count
+        # is an estimate); its visibility and free-space maps count as bytes.
+        time.sleep(0.6)
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        after = conn.execute(STORAGE_QUERY).fetchone()
+        assert after is not None
+        storage.bytes_after_vacuum = int(after[0]) + int(after[1])
+        storage.live_tuples = int(after[3])
+    return storage
+
+
+def server_facts(dsn: str) -> dict[str, Any]:
+    names = (
+        "server_version",
+        "server_version_num",
+        "shared_buffers",
+        "synchronous_commit",
+        "fsync",
+        "wal_level",
+        "max_wal_size",
+        "autovacuum",
+        "work_mem",
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        facts = {}
+        for name in names:
+            row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
+            facts[name] = row[0] if row else None
+    return facts
