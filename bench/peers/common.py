@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
@@ -31,9 +31,9 @@ class Config:
     """The sizes of one run; every loop is bounded by a count and by ``seconds``."""
 
     messages: int = 200_000  # batched send, consume, storage
-    single: int = 5_000  # single sends, per client
+    single: int = 2_000  # single sends, per client
     ctp_messages: int = 50_000  # transactional produce and consume-transform-produce
-    seconds: float = 30.0  # time bound of each phase
+    seconds: float = 20.0  # time bound of each phase
     clients: int = 4  # the multi-client single send
 
 
@@ -42,13 +42,24 @@ class Operation:
     key: str
     title: str
     limit: str  # the key of the raw measurement it is compared with
+    # For single sends: the key of the raw figure each peer measures in its own
+    # database interleaved with its sends (see paired()); it replaces `limit`
+    # in that peer's ratio.
+    paired: str | None = None
 
 
 # The operations compared across peers, each with the raw PostgreSQL figure of
 # the same run that bounds it.
 OPERATIONS = (
-    Operation("send_single", "single send, 1 client, one commit per message", "single_1"),
-    Operation("send_single_4", "single send, 4 clients, one commit per message", "single_4"),
+    Operation(
+        "send_single", "single send, 1 client, one commit per message", "single_1", "ref_single_1"
+    ),
+    Operation(
+        "send_single_4",
+        "single send, 4 clients, one commit per message",
+        "single_4",
+        "ref_single_4",
+    ),
     Operation("send_batch", f"batched send, {BATCH} messages per commit", "insert_1000"),
     Operation(
         "consume_ack",
@@ -172,12 +183,97 @@ def sql_single_commits(
                 conn.execute(query, params(index, next(counter)))
                 return 1
 
-            done, _ = bounded(cfg.single, cfg.seconds, one)
-            return [float(done)]
+            return timed(*bounded(cfg.single, cfg.seconds, one))
 
-    start = time.perf_counter()
-    sent = int(sum(concurrently(clients, work)))
-    return sent, sent / (time.perf_counter() - start)
+    return overall(concurrently(clients, work))
+
+
+def timed(done: int, rate: float) -> list[float]:
+    """A client's count and the seconds it sent for (after connecting), as
+    :func:`bench.transactions.concurrently` collects them."""
+    return [float(done), done / rate if rate else 0.0]
+
+
+def overall(collected: list[float]) -> tuple[int, float]:
+    """Total count and msgs/s over the longest client's sending time: the
+    clients start together at the barrier, so setup is not timed."""
+    sent = int(sum(collected[0::2]))
+    span = max(collected[1::2], default=0.0)
+    return sent, sent / span if span else 0.0
+
+
+REF_TABLE = """
+CREATE TABLE IF NOT EXISTS txnq_bench_ref (
+    client  integer NOT NULL,
+    seq     bigint NOT NULL,
+    payload bytea NOT NULL,
+    PRIMARY KEY (client, seq)
+)
+"""
+REF_INSERT = "INSERT INTO txnq_bench_ref (client, seq, payload) VALUES (%s, %s, %b)"
+SLICES = 3
+
+
+def paired(
+    dsn: str,
+    cfg: Config,
+    clients: int,
+    send: Callable[[Config], tuple[int, float]],
+) -> tuple[int, float, float]:
+    """Single-commit rates swing with the disk's flush latency, which other
+    work on the machine changes from one second to the next. So a peer's
+    single sends (``send(cfg)`` → count, msgs/s) run in SLICES slices, each
+    right after a slice of raw single-row INSERT commits from as many clients
+    in the peer's own database; the peer's count, its msgs/s and the raw
+    msgs/s over all slices. The raw table is dropped afterwards."""
+    part = replace(cfg, single=max(1, cfg.single // SLICES), seconds=cfg.seconds / SLICES)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(REF_TABLE)
+    payload = os.urandom(PAYLOAD_BYTES)
+    sent = raw_sent = 0
+    seconds = raw_seconds = 0.0
+    for _ in range(SLICES):
+        count, rate = sql_single_commits(
+            dsn, part, clients, REF_INSERT, lambda index, seq: (index, seq, payload)
+        )
+        raw_sent += count
+        raw_seconds += count / rate if rate else 0.0
+        count, rate = send(part)
+        sent += count
+        seconds += count / rate if rate else 0.0
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("TRUNCATE txnq_bench_ref")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE txnq_bench_ref")
+    return (
+        sent,
+        sent / seconds if seconds else 0.0,
+        raw_sent / raw_seconds if raw_seconds else 0.0,
+    )
+
+
+def single_phases(
+    result: PeerRun,
+    dsn: str,
+    cfg: Config,
+    send: Callable[[Config, int], tuple[int, float]],
+    progress: Callable[[str], None],
+    what: str,
+) -> int:
+    """The two single-send operations (1 and ``cfg.clients`` clients), each
+    :func:`paired` with raw commits; ``send(cfg, clients)`` → count, msgs/s.
+    Records the rates and the paired raw rates; returns the messages sent."""
+    total = 0
+    for key, ref, clients in (
+        ("send_single", "ref_single_1", 1),
+        ("send_single_4", "ref_single_4", cfg.clients),
+    ):
+        progress(f"{what}, {clients} client(s), interleaved with raw commits")
+        sent, result.rates[key], result.rates[ref] = paired(
+            dsn, cfg, clients, lambda part, k=clients: send(part, k)
+        )
+        total += sent
+    return total
 
 
 # -- databases -----------------------------------------------------------------

@@ -20,6 +20,7 @@ from bench.peers.common import (
     analyze,
     bounded,
     measure_storage,
+    single_phases,
     sql_single_commits,
 )
 
@@ -62,13 +63,15 @@ def run(dsn: str, cfg: Config, data: list[str], progress: Any) -> PeerRun:
         conn.commit()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pgmq.create(%s)", (QUEUE,))
-        progress("send, 1 client")
-        sent_1, result.rates["send_single"] = sql_single_commits(
-            dsn, cfg, 1, SEND, lambda _, seq: (bodies[seq % len(bodies)],)
-        )
-        progress(f"send, {cfg.clients} clients")
-        sent_4, result.rates["send_single_4"] = sql_single_commits(
-            dsn, cfg, cfg.clients, SEND, lambda _, seq: (bodies[seq % len(bodies)],)
+        sent_single = single_phases(
+            result,
+            dsn,
+            cfg,
+            lambda part, k: sql_single_commits(
+                dsn, part, k, SEND, lambda _, seq: (bodies[seq % len(bodies)],)
+            ),
+            progress,
+            "send",
         )
         progress(f"send_batch, {BATCH} per commit")
 
@@ -78,7 +81,7 @@ def run(dsn: str, cfg: Config, data: list[str], progress: Any) -> PeerRun:
             return len(rows)
 
         sent_b, result.rates["send_batch"] = bounded(cfg.messages, cfg.seconds, send_batch)
-        total = sent_1 + sent_4 + sent_b
+        total = sent_single + sent_b
         analyze(dsn)
         progress(f"read {BATCH} + delete")
 

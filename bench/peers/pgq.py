@@ -22,6 +22,7 @@ from bench.peers.common import (
     analyze,
     bounded,
     measure_storage,
+    single_phases,
     sql_single_commits,
 )
 
@@ -105,13 +106,15 @@ def run(dsn: str, cfg: Config, data: list[str], progress: Any) -> PeerRun:
     ticker = Ticker(dsn)
     ticker.start()
     try:
-        progress("insert_event, 1 client")
-        sent_1, result.rates["send_single"] = sql_single_commits(
-            dsn, cfg, 1, INSERT_ONE, lambda _, seq: (data[seq % len(data)],)
-        )
-        progress(f"insert_event, {cfg.clients} clients")
-        sent_4, result.rates["send_single_4"] = sql_single_commits(
-            dsn, cfg, cfg.clients, INSERT_ONE, lambda _, seq: (data[seq % len(data)],)
+        sent_single = single_phases(
+            result,
+            dsn,
+            cfg,
+            lambda part, k: sql_single_commits(
+                dsn, part, k, INSERT_ONE, lambda _, seq: (data[seq % len(data)],)
+            ),
+            progress,
+            "insert_event",
         )
         progress(f"insert_event, {BATCH} per commit")
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -122,7 +125,7 @@ def run(dsn: str, cfg: Config, data: list[str], progress: Any) -> PeerRun:
                 return len(rows)
 
             sent_b, result.rates["send_batch"] = bounded(cfg.messages, cfg.seconds, send_batch)
-            total = sent_1 + sent_4 + sent_b
+            total = sent_single + sent_b
             analyze(dsn)
             progress("next_batch / get_batch_events / finish_batch")
             consumed, result.rates["consume_ack"] = consume(conn, total, cfg)

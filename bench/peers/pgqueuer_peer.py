@@ -10,7 +10,16 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from bench.peers.common import BATCH, Config, PeerRun, Skipped, abounded, analyze, measure_storage
+from bench.peers.common import (
+    BATCH,
+    Config,
+    PeerRun,
+    Skipped,
+    abounded,
+    analyze,
+    measure_storage,
+    single_phases,
+)
 
 name = "pgqueuer"
 title = "pgqueuer"
@@ -57,17 +66,21 @@ async def _single(dsn: str, cfg: Config, clients: int, data: list[bytes]) -> tup
     return sum(counts), sum(counts) / elapsed
 
 
-async def _run(dsn: str, cfg: Config, data: list[bytes], progress: Any, result: PeerRun) -> int:
+async def _install(dsn: str) -> None:
+    conn, queries = await _connect(dsn)
+    try:
+        await queries.install()
+    finally:
+        await conn.close()
+
+
+async def _batch_and_consume(
+    dsn: str, cfg: Config, data: list[bytes], progress: Any, result: PeerRun, sent_single: int
+) -> int:
     from pgqueuer.queries import EntrypointExecutionParameter
 
     conn, queries = await _connect(dsn)
     try:
-        progress("install")
-        await queries.install()
-        progress("enqueue, 1 client")
-        sent_1, result.rates["send_single"] = await _single(dsn, cfg, 1, data)
-        progress(f"enqueue, {cfg.clients} clients")
-        sent_4, result.rates["send_single_4"] = await _single(dsn, cfg, cfg.clients, data)
         progress(f"enqueue, {BATCH} per call")
 
         async def send_batch(done: int) -> int:
@@ -78,7 +91,7 @@ async def _run(dsn: str, cfg: Config, data: list[bytes], progress: Any, result: 
             return k
 
         sent_b, result.rates["send_batch"] = await abounded(cfg.messages, cfg.seconds, send_batch)
-        total = sent_1 + sent_4 + sent_b
+        total = sent_single + sent_b
         await asyncio.to_thread(analyze, dsn)
         progress(f"dequeue {BATCH} + log_jobs")
         entrypoints = {ENTRYPOINT: EntrypointExecutionParameter(concurrency_limit=0)}
@@ -107,7 +120,17 @@ def run(dsn: str, cfg: Config, data: list[bytes], progress: Any) -> PeerRun:
     if available(dsn):
         raise Skipped(str(available(dsn)))
     result = PeerRun()
-    consumed = asyncio.run(_run(dsn, cfg, data, progress, result))
+    progress("install")
+    asyncio.run(_install(dsn))
+    sent_single = single_phases(
+        result,
+        dsn,
+        cfg,
+        lambda part, k: asyncio.run(_single(dsn, part, k, data)),
+        progress,
+        "enqueue",
+    )
+    consumed = asyncio.run(_batch_and_consume(dsn, cfg, data, progress, result, sent_single))
     progress("storage")
     result.storage = measure_storage(dsn, consumed)
     return result

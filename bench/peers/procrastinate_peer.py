@@ -10,7 +10,16 @@ import asyncio
 import time
 from typing import Any
 
-from bench.peers.common import BATCH, Config, PeerRun, Skipped, abounded, analyze, measure_storage
+from bench.peers.common import (
+    BATCH,
+    Config,
+    PeerRun,
+    Skipped,
+    abounded,
+    analyze,
+    measure_storage,
+    single_phases,
+)
 
 name = "procrastinate"
 title = "procrastinate"
@@ -26,9 +35,8 @@ def available(server_dsn: str) -> str | None:
     return None
 
 
-async def _run(dsn: str, cfg: Config, data: list[str], progress: Any, result: PeerRun) -> int:
+def _app(dsn: str, cfg: Config) -> tuple[Any, Any]:
     import procrastinate
-    from procrastinate.jobs import Status
 
     app = procrastinate.App(
         connector=procrastinate.PsycopgConnector(
@@ -40,27 +48,40 @@ async def _run(dsn: str, cfg: Config, data: list[str], progress: Any, result: Pe
     def bench(p: str) -> None:  # never run: the benchmark fetches and finishes jobs itself
         del p
 
+    return app, bench
+
+
+async def _install(dsn: str, cfg: Config) -> None:
+    app, _ = _app(dsn, cfg)
     async with app.open_async():
-        progress("apply schema")
         await app.schema_manager.apply_schema_async()
 
-        async def single(clients: int) -> tuple[int, float]:
-            async def client() -> int:
-                async def one(i: int) -> int:
-                    await bench.defer_async(p=data[i % len(data)])
-                    return 1
 
-                done, _ = await abounded(cfg.single, cfg.seconds, one)
-                return done
+async def _single(dsn: str, cfg: Config, clients: int, data: list[str]) -> tuple[int, float]:
+    """``defer_async`` from ``clients`` concurrent tasks on the app's pool."""
+    app, bench = _app(dsn, cfg)
+    async with app.open_async():
 
-            start = time.perf_counter()
-            counts = await asyncio.gather(*(client() for _ in range(clients)))
-            return sum(counts), sum(counts) / (time.perf_counter() - start)
+        async def client() -> int:
+            async def one(i: int) -> int:
+                await bench.defer_async(p=data[i % len(data)])
+                return 1
 
-        progress("defer, 1 client")
-        sent_1, result.rates["send_single"] = await single(1)
-        progress(f"defer, {cfg.clients} clients")
-        sent_4, result.rates["send_single_4"] = await single(cfg.clients)
+            done, _ = await abounded(cfg.single, cfg.seconds, one)
+            return done
+
+        start = time.perf_counter()
+        counts = await asyncio.gather(*(client() for _ in range(clients)))
+        return sum(counts), sum(counts) / (time.perf_counter() - start)
+
+
+async def _batch_and_consume(
+    dsn: str, cfg: Config, data: list[str], progress: Any, result: PeerRun, sent_single: int
+) -> int:
+    from procrastinate.jobs import Status
+
+    app, bench = _app(dsn, cfg)
+    async with app.open_async():
         progress(f"batch_defer, {BATCH} per call")
 
         async def send_batch(done: int) -> int:
@@ -69,7 +90,7 @@ async def _run(dsn: str, cfg: Config, data: list[str], progress: Any, result: Pe
             return k
 
         sent_b, result.rates["send_batch"] = await abounded(cfg.messages, cfg.seconds, send_batch)
-        total = sent_1 + sent_4 + sent_b
+        total = sent_single + sent_b
         await asyncio.to_thread(analyze, dsn)
         progress("fetch_job + finish_job")
         manager = app.job_manager
@@ -92,7 +113,17 @@ def run(dsn: str, cfg: Config, data: list[str], progress: Any) -> PeerRun:
     if available(dsn):
         raise Skipped(str(available(dsn)))
     result = PeerRun()
-    consumed = asyncio.run(_run(dsn, cfg, data, progress, result))
+    progress("apply schema")
+    asyncio.run(_install(dsn, cfg))
+    sent_single = single_phases(
+        result,
+        dsn,
+        cfg,
+        lambda part, k: asyncio.run(_single(dsn, part, k, data)),
+        progress,
+        "defer",
+    )
+    consumed = asyncio.run(_batch_and_consume(dsn, cfg, data, progress, result, sent_single))
     result.notes.append("procrastinate fetches one job per call (no batch fetch)")
     progress("storage")
     result.storage = measure_storage(dsn, consumed)

@@ -116,21 +116,27 @@ def aggregate(runs: list[dict[str, PeerRun]], peers: list[ModuleType]) -> dict[s
             "msgs_per_s": median([v for v in limits if v]),
         }
         for peer in peers:
-            rates, ratios, skipped = [], [], None
+            rates, ratios, limits_used, skipped = [], [], [], None
             for run in runs:
                 result = run.get(peer.name)
                 if result is None:
                     continue
                 if op.key in result.rates:
                     rates.append(result.rates[op.key])
-                    limit = run["raw"].rates.get(op.limit) if "raw" in run else None
+                    # Single sends: the raw commits interleaved with this
+                    # peer's own sends; else the raw phase of the same run.
+                    limit = result.rates.get(op.paired) if op.paired else None
+                    if not limit and "raw" in run:
+                        limit = run["raw"].rates.get(op.limit)
                     if limit:
                         ratios.append(result.rates[op.key] / limit)
+                        limits_used.append(limit)
                 elif op.key in result.skipped:
                     skipped = result.skipped[op.key]
             row[peer.name] = {
                 "msgs_per_s": median(rates),
                 "ratio": median(ratios),
+                "limit_msgs_per_s": median(limits_used),
                 "runs": len(rates),
                 "skipped": skipped if not rates else None,
             }
@@ -203,9 +209,10 @@ def render(console: Console, report: dict[str, Any], peers: list[ModuleType]) ->
         table.add_column("")
         for peer in peers:
             table.add_column(peer.title, justify="right")
-        rates, ratios = ["msgs/s"], ["× limit"]
+        rates, ratios, paired = ["msgs/s"], ["× limit"], ["raw commits interleaved"]
         for peer in peers:
             cell = row.get(peer.name, {})
+            paired.append(rate_text(cell.get("limit_msgs_per_s")))
             if cell.get("msgs_per_s") is not None:
                 rates.append(rate_text(cell["msgs_per_s"]))
                 ratios.append(f"{cell['ratio']:.2f}" if cell.get("ratio") is not None else "")
@@ -215,6 +222,8 @@ def render(console: Console, report: dict[str, Any], peers: list[ModuleType]) ->
                 )
                 ratios.append("")
         table.add_row(*rates)
+        if op.paired:
+            table.add_row(*paired)
         table.add_row(*ratios)
         console.print(table)
     storage = Table(title="storage after the consume phase (no VACUUM before; then one VACUUM)")

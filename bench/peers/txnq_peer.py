@@ -4,11 +4,21 @@ bench/produce_consume.py and bench/transactions.py drive it."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import txnq
-from bench.peers.common import BATCH, Config, PeerRun, Skipped, analyze, bounded, measure_storage
+from bench.peers.common import (
+    BATCH,
+    Config,
+    PeerRun,
+    Skipped,
+    analyze,
+    bounded,
+    measure_storage,
+    overall,
+    single_phases,
+    timed,
+)
 from bench.produce_consume import PARTITIONS, txnq_consume, txnq_produce_batched
 from bench.transactions import concurrently, consume_transform_produce, fill, produce_transactional
 from txnq.migrate import upgrade
@@ -36,12 +46,9 @@ def single_sends(
                 producer.send(data[i % len(data)])
                 return 1
 
-            done, _ = bounded(cfg.single, cfg.seconds, one)
-            return [float(done)]
+            return timed(*bounded(cfg.single, cfg.seconds, one))
 
-    start = time.perf_counter()
-    sent = int(sum(concurrently(clients, work)))
-    return sent, sent / (time.perf_counter() - start)
+    return overall(concurrently(clients, work))
 
 
 def consume_shared(client: txnq.Client, topic: str, n: int, cfg: Config) -> float:
@@ -82,13 +89,17 @@ def run(dsn: str, cfg: Config, data: list[bytes], progress: Any) -> PeerRun:
         client.admin.create_topic(topic, partitions=PARTITIONS)
         for extra in ("txn", "ctp-in", "ctp-out"):
             client.admin.create_topic(extra, partitions=PARTITIONS)
-        progress("single send, 1 client")
-        sent_1, result.rates["send_single"] = single_sends(dsn, topic, cfg, 1, data)
-        progress(f"single send, {cfg.clients} clients")
-        sent_4, result.rates["send_single_4"] = single_sends(dsn, topic, cfg, cfg.clients, data)
+        sent_single = single_phases(
+            result,
+            dsn,
+            cfg,
+            lambda part, k: single_sends(dsn, topic, part, k, data),
+            progress,
+            "send()",
+        )
         progress("batched send")
         result.rates["send_batch"] = txnq_produce_batched(client, topic, cfg.messages, data)
-        total = sent_1 + sent_4 + cfg.messages
+        total = sent_single + cfg.messages
         analyze(dsn)
         progress("consume + cumulative ack (exclusive)")
         result.rates["consume_ack"] = txnq_consume(client, topic, total)
