@@ -87,6 +87,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--smoke", action="store_true", help="tiny counts and one run, for the test suite"
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the tables as Markdown (docs/benchmarks.md)"
+    )
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="render the report a --json run wrote to FILE instead of running",
+    )
     args = parser.parse_args(argv)
     for option in ("messages", "single", "ctp_messages", "runs"):
         if getattr(args, option) < 1:
@@ -256,8 +264,69 @@ def render(console: Console, report: dict[str, Any], peers: list[ModuleType]) ->
         console.print(line)
 
 
+def markdown(report: dict[str, Any], peers: list[ModuleType]) -> str:
+    """The report as the Markdown tables of docs/benchmarks.md."""
+    titles = [p.title for p in peers]
+    lines = ["| raw PostgreSQL | msgs/s |", "|---|---:|"]
+    lines += [
+        f"| {label} | {rate_text(report['raw'].get(key))} |" for key, label in RAW_LABELS.items()
+    ]
+    lines += ["", "| operation (limit) | " + " | ".join(titles) + " |"]
+    lines.append("|---|" + "---:|" * len(peers))
+    for op in OPERATIONS:
+        row = report["operations"][op.key]
+        limit = (
+            "raw commits interleaved with each peer's sends"
+            if op.paired
+            else f"{RAW_LABELS[op.limit]}: {rate_text(row['limit']['msgs_per_s'])} msgs/s"
+        )
+        cells = []
+        for peer in peers:
+            cell = row.get(peer.name, {})
+            if cell.get("msgs_per_s") is None:
+                cells.append(
+                    "skipped" if cell.get("skipped") or peer.name in report["skipped"] else "—"
+                )
+                continue
+            text = f"{rate_text(cell['msgs_per_s'])} ({cell['ratio']:.2f}×"
+            if op.paired:
+                text += f" of {rate_text(cell.get('limit_msgs_per_s'))}"
+            cells.append(text + ")")
+        lines.append(f"| {op.title} ({limit}) | " + " | ".join(cells) + " |")
+    lines += ["", "| storage after the consume phase | raw | " + " | ".join(titles) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(peers))
+    mib = 2**20
+    for label, key, fmt in (
+        ("messages consumed", "consumed", lambda v: f"{v:,}"),
+        ("table + index", None, lambda v: f"{v / mib:,.1f} MiB"),
+        ("of which index", "index_bytes", lambda v: f"{v / mib:,.1f} MiB"),
+        ("dead tuples", "dead_tuples", lambda v: f"{v:,}"),
+        ("table + index after one VACUUM", "bytes_after_vacuum", lambda v: f"{v / mib:,.1f} MiB"),
+        ("live rows after that VACUUM", "live_tuples", lambda v: f"{v:,}"),
+    ):
+        cells = []
+        for name in ["raw", *(p.name for p in peers)]:
+            value = report["storage"].get(name)
+            if not value:
+                cells.append("—")
+            else:
+                number = value["table_bytes"] + value["index_bytes"] if key is None else value[key]
+                cells.append(fmt(number))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        shown = [p for p in COMPARED if p.name in saved["operations"]["send_batch"]]
+        if args.markdown:
+            print(markdown(saved, shown))
+        else:
+            render(Console(width=140), saved, shown)
+        return 0
     if args.smoke:
         cfg = SMOKE
         args.runs = 1
@@ -346,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.json:
         print(json.dumps(report, indent=2))
+    elif args.markdown:
+        print(markdown(report, shown))
     else:
         out = Console()
         if not out.is_terminal:
