@@ -33,7 +33,7 @@ class Config:
     messages: int = 200_000  # batched send, consume, storage
     single: int = 2_000  # single sends, per client
     ctp_messages: int = 50_000  # transactional produce and consume-transform-produce
-    seconds: float = 20.0  # time bound of each phase
+    seconds: float = 15.0  # time bound of each phase
     clients: int = 4  # the multi-client single send
 
 
