@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 import txnq.storage
-from bench.transactions import concurrently
+from bench.transactions import Deadline, concurrently
 
 PAYLOAD_BYTES = 100
 BATCH = 1000  # messages per commit for every batched operation
@@ -123,16 +123,13 @@ def text_payloads(n: int) -> list[str]:
     return [os.urandom(PAYLOAD_BYTES // 2).hex() for _ in range(min(n, 4096))]
 
 
-def byte_payloads(n: int) -> list[bytes]:
-    return [os.urandom(PAYLOAD_BYTES) for _ in range(min(n, 4096))]
-
-
-class Deadline:
-    def __init__(self, seconds: float) -> None:
-        self._end = time.monotonic() + seconds
-
-    def expired(self) -> bool:
-        return time.monotonic() >= self._end
+def module_missing(module: str) -> str | None:
+    """Why a peer that is a Python package cannot run, or None."""
+    try:
+        __import__(module)
+    except ImportError:
+        return f"{module} is not installed: pip install '.[bench]'"
+    return None
 
 
 def bounded(n: int, seconds: float, step: Callable[[int], int]) -> tuple[int, float]:
@@ -165,6 +162,20 @@ async def abounded(
         done += handled
     elapsed = time.perf_counter() - start
     return done, (done / elapsed if elapsed > 0 else 0.0)
+
+
+def sql_batches(
+    conn: psycopg.Connection[Any], cfg: Config, query: str, data: Sequence[Any]
+) -> tuple[int, float]:
+    """``query`` in autocommit with one array parameter of BATCH payloads per
+    call, until ``cfg.messages`` are sent; the count and msgs/s."""
+
+    def step(done: int) -> int:
+        rows = [data[i % len(data)] for i in range(done, min(done + BATCH, cfg.messages))]
+        conn.execute(query, (rows,))
+        return len(rows)
+
+    return bounded(cfg.messages, cfg.seconds, step)
 
 
 def sql_single_commits(

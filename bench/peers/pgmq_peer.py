@@ -21,6 +21,7 @@ from bench.peers.common import (
     bounded,
     measure_storage,
     single_phases,
+    sql_batches,
     sql_single_commits,
 )
 
@@ -75,12 +76,7 @@ def run(dsn: str, cfg: Config, data: list[str], progress: Any) -> PeerRun:
         )
         progress(f"send_batch, {BATCH} per commit")
 
-        def send_batch(done: int) -> int:
-            rows = [bodies[i % len(bodies)] for i in range(done, min(done + BATCH, cfg.messages))]
-            conn.execute(SEND_BATCH, (rows,))
-            return len(rows)
-
-        sent_b, result.rates["send_batch"] = bounded(cfg.messages, cfg.seconds, send_batch)
+        sent_b, result.rates["send_batch"] = sql_batches(conn, cfg, SEND_BATCH, bodies)
         total = sent_single + sent_b
         analyze(dsn)
         progress(f"read {BATCH} + delete")

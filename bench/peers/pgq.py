@@ -23,6 +23,7 @@ from bench.peers.common import (
     bounded,
     measure_storage,
     single_phases,
+    sql_batches,
     sql_single_commits,
 )
 
@@ -118,13 +119,7 @@ def run(dsn: str, cfg: Config, data: list[str], progress: Any) -> PeerRun:
         )
         progress(f"insert_event, {BATCH} per commit")
         with psycopg.connect(dsn, autocommit=True) as conn:
-
-            def send_batch(done: int) -> int:
-                rows = [data[i % len(data)] for i in range(done, min(done + BATCH, cfg.messages))]
-                conn.execute(INSERT_MANY, (rows,))
-                return len(rows)
-
-            sent_b, result.rates["send_batch"] = bounded(cfg.messages, cfg.seconds, send_batch)
+            sent_b, result.rates["send_batch"] = sql_batches(conn, cfg, INSERT_MANY, data)
             total = sent_single + sent_b
             analyze(dsn)
             progress("next_batch / get_batch_events / finish_batch")

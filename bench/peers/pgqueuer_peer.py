@@ -18,6 +18,7 @@ from bench.peers.common import (
     abounded,
     analyze,
     measure_storage,
+    module_missing,
     single_phases,
 )
 
@@ -28,11 +29,7 @@ ENTRYPOINT = "bench"
 
 
 def available(server_dsn: str) -> str | None:
-    try:
-        import pgqueuer  # noqa: F401
-    except ImportError:
-        return "pgqueuer is not installed: pip install '.[bench]'"
-    return None
+    return module_missing("pgqueuer")
 
 
 async def _connect(dsn: str) -> Any:

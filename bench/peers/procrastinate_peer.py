@@ -18,6 +18,7 @@ from bench.peers.common import (
     abounded,
     analyze,
     measure_storage,
+    module_missing,
     single_phases,
 )
 
@@ -28,11 +29,7 @@ QUEUE = "bench"
 
 
 def available(server_dsn: str) -> str | None:
-    try:
-        import procrastinate  # noqa: F401
-    except ImportError:
-        return "procrastinate is not installed: pip install '.[bench]'"
-    return None
+    return module_missing("procrastinate")
 
 
 def _app(dsn: str, cfg: Config) -> tuple[Any, Any]:

@@ -27,11 +27,11 @@ from bench.peers.common import (
     Config,
     PeerRun,
     Skipped,
-    byte_payloads,
     fresh_database,
     server_facts,
     text_payloads,
 )
+from bench.produce_consume import payloads
 
 PEERS: tuple[ModuleType, ...] = (raw, pgq, pgqueuer_peer, procrastinate_peer, pgmq_peer, txnq_peer)
 COMPARED = [p for p in PEERS if p is not raw]
@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         if reason:
             skipped[peer.name] = reason
     active = [raw, *(p for p in peers if p.name not in skipped)]
-    data = {"bytes": byte_payloads(cfg.messages), "text": text_payloads(cfg.messages)}
+    data = {"bytes": payloads(cfg.messages), "text": text_payloads(cfg.messages)}
     runs: list[dict[str, PeerRun]] = []
     errors: dict[str, str] = {}
     console = Console(stderr=True)
