@@ -14,11 +14,15 @@ import pytest
 from bench.peers import runner
 from bench.peers.common import DATABASE_PREFIX, OPERATIONS
 
+# Its own database names: a benchmark run on the same server (txnq_peer_<peer>)
+# is never disturbed by the test, nor the test by it.
+PREFIX = DATABASE_PREFIX + "smoke_"
+
 
 def peer_databases(server_dsn: str) -> list[str]:
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT datname FROM pg_database WHERE datname LIKE %s", (DATABASE_PREFIX + "%",)
+            "SELECT datname FROM pg_database WHERE datname LIKE %s", (PREFIX + "%",)
         ).fetchall()
     return [r[0] for r in rows]
 
@@ -27,7 +31,9 @@ def test_smoke_run_reports_every_peer(
     pg_server_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = peer_databases(pg_server_dsn)
-    assert runner.main(["--smoke", "--json", "--dsn", pg_server_dsn]) == 0
+    assert (
+        runner.main(["--smoke", "--json", "--dsn", pg_server_dsn, "--database-prefix", PREFIX]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
 
     assert report["runs"] == 1
@@ -75,3 +81,6 @@ def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown peers" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         runner.main(["--messages", "0"])
+    with pytest.raises(SystemExit):
+        runner.main(["--database-prefix", "postgres"])  # could name other databases
+    assert "txnq_peer_" in capsys.readouterr().err

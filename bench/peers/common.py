@@ -297,12 +297,12 @@ def database_dsn(server_dsn: str, database: str) -> str:
 
 
 @contextmanager
-def fresh_database(server_dsn: str, name: str) -> Iterator[str]:
+def fresh_database(server_dsn: str, name: str, prefix: str = DATABASE_PREFIX) -> Iterator[str]:
     """Create ``txnq_peer_<name>`` (dropping a leftover of an earlier run),
     yield its DSN and drop it afterwards. No other database is touched."""
     if not re.fullmatch(r"[a-z][a-z0-9_]{0,30}", name):
         raise ValueError(f"bad peer name {name!r}")
-    database = DATABASE_PREFIX + name
+    database = prefix + name
     ident = sql.Identifier(database)
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
@@ -321,6 +321,31 @@ def analyze(dsn: str) -> None:
     auto-analyze would have run on any server that has it on."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ANALYZE")
+
+
+def check_prefix(prefix: str) -> str | None:
+    """Why ``prefix`` cannot name the runner's databases, or None: it must
+    start with txnq_peer_ so the runner can only ever drop its own."""
+    if not re.fullmatch(r"txnq_peer_[a-z0-9_]{0,20}", prefix):
+        return f"the database prefix must match txnq_peer_[a-z0-9_]*, not {prefix!r}"
+    return None
+
+
+@contextmanager
+def exclusive_run(server_dsn: str, prefix: str) -> Iterator[None]:
+    """Hold a session advisory lock named after ``prefix`` for the whole run:
+    a second runner with the same prefix would drop this one's databases."""
+    conn = psycopg.connect(server_dsn, autocommit=True)
+    try:
+        row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (prefix,)).fetchone()
+        if not (row and row[0]):
+            raise RuntimeError(
+                f"another python -m bench.peers is running with databases {prefix}*; "
+                "wait for it, or give this one another --database-prefix"
+            )
+        yield
+    finally:
+        conn.close()
 
 
 STORAGE_QUERY = r"""

@@ -21,12 +21,15 @@ from rich.table import Table
 import txnq.storage
 from bench.peers import pgmq_peer, pgq, pgqueuer_peer, procrastinate_peer, raw, txnq_peer
 from bench.peers.common import (
+    DATABASE_PREFIX,
     OPERATIONS,
     PAYLOAD_BYTES,
     RAW_LABELS,
     Config,
     PeerRun,
     Skipped,
+    check_prefix,
+    exclusive_run,
     fresh_database,
     server_facts,
     text_payloads,
@@ -86,6 +89,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--smoke", action="store_true", help="tiny counts and one run, for the test suite"
     )
+    parser.add_argument(
+        "--database-prefix",
+        default=DATABASE_PREFIX,
+        help=f"the runner's databases are <prefix><peer> (default {DATABASE_PREFIX}<peer>)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
         "--markdown", action="store_true", help="print the tables as Markdown (docs/benchmarks.md)"
@@ -101,6 +109,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error(f"--{option.replace('_', '-')} must be at least 1")
     if args.seconds <= 0:
         parser.error("--seconds must be positive")
+    bad_prefix = check_prefix(args.database_prefix)
+    if bad_prefix:
+        parser.error(bad_prefix)
     names = [n.strip() for n in args.peers.split(",") if n.strip()]
     unknown = sorted(set(names) - {p.name for p in COMPARED})
     if unknown:
@@ -351,14 +362,17 @@ def main(argv: list[str] | None = None) -> int:
     errors: dict[str, str] = {}
     console = Console(stderr=True)
     started = time.monotonic()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=args.json,
-    ) as progress:
+    with (
+        exclusive_run(server, args.database_prefix),
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=args.json,
+        ) as progress,
+    ):
         task = progress.add_task("peers", total=args.runs * len(active))
         for run_index in range(args.runs):
             results: dict[str, PeerRun] = {}
@@ -374,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
 
                 try:
-                    with fresh_database(server, peer.name) as dsn:
+                    with fresh_database(server, peer.name, args.database_prefix) as dsn:
                         results[peer.name] = peer.run(dsn, cfg, data[peer.payload], say)
                 except Skipped as exc:
                     skipped[peer.name] = str(exc)
