@@ -348,6 +348,21 @@ def test_messages_without_a_key_spread_over_the_partitions(client: txnq.Client) 
     assert partitions == {0, 1, 2}
 
 
+def test_producers_started_together_start_their_round_robin_on_different_partitions(
+    client: txnq.Client,
+) -> None:
+    # Pulsar's round-robin router starts at a random partition, so producers
+    # created at the same moment do not all queue on partition 0's head row.
+    # 16 producers on 4 partitions all starting on the same one by chance:
+    # 4**-15, about one in a billion.
+    client.admin.create_topic("orders", partitions=4)
+    firsts = set()
+    for i in range(16):
+        with client.producer("orders", name=f"p{i}") as producer:
+            firsts.add(producer.send(b"first").partition)
+    assert len(firsts) > 1
+
+
 # -- storage: ledgers and entry logs -------------------------------------------
 
 

@@ -30,6 +30,7 @@ BACKLOG_QUOTA_HOLD_TIMEOUT_SECONDS, re-checking the quota, and then raises
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 import uuid
@@ -213,7 +214,12 @@ class Producer:
         self._encoding = encoding
         self._partitions = self._topic.partitions
         self._partitions_checked = time.monotonic()
-        self._round_robin = 0
+        # Round robin starts at a random partition, as Pulsar's router does:
+        # producers started together would otherwise all write partition 0
+        # first and then move in step, each sync send() waiting on the
+        # others' head-row lock (held through their commit) instead of
+        # writing another partition (docs/benchmarks.md, 4-client sends).
+        self._round_robin = random.randrange(self._partitions)
 
         self._proxy: Any = client.checkout()
         self._io_lock = threading.Lock()  # one append at a time on the connection, in order

@@ -1,0 +1,5 @@
+import sys
+
+from bench.peers.runner import main
+
+sys.exit(main())
