@@ -15,7 +15,9 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import psycopg
 import pytest
 from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
 from txnq.workers.coordinator import CoordinatorWorker
@@ -573,3 +575,99 @@ def test_seek_on_a_shared_subscription_delivers_again(client: txnq.Client) -> No
         consumer.seek("earliest")
         again = receive_messages(consumer, 3, timeout=5)
         assert sorted(m.value for m in again) == [b"m0", b"m1", b"m2"]
+
+
+# -- key_shared: a claim racing a release (SQL level, deterministic) -----------------------
+
+RING_OWNER = """
+WITH ring AS (
+    SELECT k.consumer_id AS id, txnq.key_hash_v1(convert_to(k.name || '#' || g.n, 'UTF8')) AS pt
+      FROM txnq.consumers k CROSS JOIN generate_series(0, 15) AS g(n)
+     WHERE k.subscription_id = %(subscription_id)s)
+SELECT k.name FROM txnq.consumers k
+ WHERE k.consumer_id = txnq.key_owner_v1(
+           txnq.key_hash_v1(convert_to(%(key)s, 'UTF8')),
+           (SELECT array_agg(r.pt ORDER BY r.pt, r.id) FROM ring r),
+           (SELECT array_agg(r.id ORDER BY r.pt, r.id) FROM ring r))
+"""
+
+
+def claim_offsets(conn: psycopg.Connection[Any], params: dict[str, Any], count: int) -> list[int]:
+    rows = conn.execute(
+        "SELECT entry_offset FROM txnq.claim_v1(%(topic_id)s, %(subscription_id)s, "
+        "%(consumer_id)s, %(count)s)",
+        {**params, "count": count},
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def wait_for_lock_wait(dsn: str, pid: int) -> None:
+    wait_until(
+        lambda: sql_value(
+            dsn,
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+            (pid,),
+        ),
+        timeout=10,
+        what=f"backend {pid} waiting for a lock",
+    )
+
+
+def test_key_shared_claim_waiting_while_a_consumer_closes_keeps_the_key_in_order(
+    client: txnq.Client, dsn: str
+) -> None:
+    """A claim that waits for the cursor rows (another consumer is claiming)
+    while the key's consumer closes must start the key at its first released
+    message, not at the later ones that were already waiting (the released ones
+    became deliverable at the time of the release, after the claim started)."""
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    subscription_id = sql_value(
+        dsn,
+        "SELECT txnq.subscribe_v1(%s, 'workers', 'key_shared', 'read_committed', 'earliest')",
+        (topic_id,),
+    )
+    a, c = (
+        sql_value(dsn, "SELECT txnq.register_consumer_v1(%s, %s, 0, 60)", (subscription_id, name))
+        for name in ("a", "c")
+    )
+    key = next(
+        k
+        for k in (f"key-{i}" for i in range(100))
+        if sql_value(dsn, RING_OWNER, {"subscription_id": subscription_id, "key": k}) == "a"
+    )
+    with client.producer("jobs") as producer:
+        for i in range(8):
+            producer.send(f"{key}:{i}", key=key)  # offsets 0..7, one entry each
+    params = {"topic_id": topic_id, "subscription_id": subscription_id}
+    with (
+        psycopg.connect(dsn, autocommit=True) as conn_a,
+        psycopg.connect(dsn, autocommit=True) as conn_c,
+        psycopg.connect(dsn) as other_claim,
+    ):
+        # (A claim may only write what it dispatches as waiting: take them next time.)
+        held = claim_offsets(conn_a, {**params, "consumer_id": a}, 3)
+        held = held or claim_offsets(conn_a, {**params, "consumer_id": a}, 3)
+        assert held == [0, 1, 2]
+        # c's claim writes 3..7 as waiting; the key is a's and a holds 0..2.
+        assert claim_offsets(conn_c, {**params, "consumer_id": c}, 5) == []
+        assert sql_value(dsn, "SELECT count(*) FROM txnq.claims WHERE consumer_id IS NULL") == 5
+
+        # Another consumer's claim holds the subscription's cursor rows ...
+        other_claim.execute(
+            "SELECT 1 FROM txnq.cursors WHERE subscription_id = %s FOR UPDATE", (subscription_id,)
+        )
+        result: list[list[int]] = []
+        claimer = threading.Thread(
+            target=lambda: result.append(claim_offsets(conn_c, {**params, "consumer_id": c}, 5))
+        )
+        claimer.start()
+        try:
+            wait_for_lock_wait(dsn, conn_c.info.backend_pid)  # ... c's claim waits for them
+            # a closes meanwhile: its claims go back, its key moves to c.
+            sql(dsn, "SELECT txnq.release_claims_v1(%s, %s)", (subscription_id, a))
+            sql(dsn, "DELETE FROM txnq.consumers WHERE consumer_id = %s", (a,))
+        finally:
+            other_claim.commit()
+            claimer.join(timeout=10)
+    assert result == [[0, 1, 2, 3, 4]]
