@@ -671,3 +671,94 @@ def test_key_shared_claim_waiting_while_a_consumer_closes_keeps_the_key_in_order
             other_claim.commit()
             claimer.join(timeout=10)
     assert result == [[0, 1, 2, 3, 4]]
+
+
+def test_key_shared_nack_redelivers_after_later_messages_a_release_before(
+    client: txnq.Client, dsn: str
+) -> None:
+    """The order after a redelivery, as documented: a nacked message waits for its
+    delay while later messages of its key go out (as in Pulsar); once due, or
+    when its consumer leaves, it goes out before the key's undelivered ones."""
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    subscription_id = sql_value(
+        dsn,
+        "SELECT txnq.subscribe_v1(%s, 'workers', 'key_shared', 'read_committed', 'earliest')",
+        (topic_id,),
+    )
+    a = sql_value(dsn, "SELECT txnq.register_consumer_v1(%s, 'a', 0, 60)", (subscription_id,))
+    with client.producer("jobs") as producer:
+        for i in range(9):
+            producer.send(f"k:{i}", key="k")
+    params = {"topic_id": topic_id, "subscription_id": subscription_id, "consumer_id": a}
+    nack = (
+        "SELECT txnq.nack_shared_v1(%(topic_id)s, 0, %(subscription_id)s, %(consumer_id)s, "
+        "ARRAY[%(offset)s]::bigint[], ARRAY[0], ARRAY[%(delay)s]::float8[])"
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        held = claim_offsets(conn, params, 2) or claim_offsets(conn, params, 2)
+        assert held == [0, 1]
+        conn.execute(nack, {**params, "offset": 0, "delay": 3600})
+        assert claim_offsets(conn, params, 2) == [2, 3]  # 0 waits for its delay
+        conn.execute(nack, {**params, "offset": 1, "delay": 0})
+        assert claim_offsets(conn, params, 2) == [1, 4]  # due: before 5, after 2 and 3
+        b = sql_value(dsn, "SELECT txnq.register_consumer_v1(%s, 'b', 0, 60)", (subscription_id,))
+        sql(dsn, "SELECT txnq.release_claims_v1(%s, %s)", (subscription_id, a))
+        sql(dsn, "DELETE FROM txnq.consumers WHERE consumer_id = %s", (a,))
+        # a left: b gets what a held (1..4) before 5, and 0 still waits.
+        assert claim_offsets(conn, {**params, "consumer_id": b}, 5) == [1, 2, 3, 4, 5]
+
+
+def test_a_consumer_whose_lease_ran_out_hands_out_nothing_from_its_queue(
+    client: txnq.Client, dsn: str
+) -> None:
+    """Its queued messages may have been released to the others meanwhile: it
+    waits for its heartbeat (which drops the queue), then gets them again."""
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(12):
+            producer.send(f"k:{i}", key="k")
+    consumer = shared(
+        client, "a", subscription_type="key_shared", receiver_queue_size=4, lease="1s"
+    )
+    try:
+        first = receive_messages(consumer, 1)[0]
+        consumer.acknowledge(first)
+        # Another claim holds the cursor rows: the consumer's fetch thread waits
+        # in its next claim and cannot renew the lease meanwhile.
+        with psycopg.connect(dsn) as other_claim:
+            other_claim.execute("SELECT 1 FROM txnq.cursors FOR UPDATE")
+            wait_until(
+                lambda: sql_value(
+                    dsn,
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND application_name = 'txnq-consumer-a'",
+                ),
+                timeout=10,
+                what="the consumer's claim waiting for the cursor rows",
+            )
+            wait_until(
+                lambda: sql_value(
+                    dsn,
+                    "SELECT count(*) FROM txnq.consumers"
+                    " WHERE lease_expires_at < clock_timestamp()",
+                ),
+                timeout=10,
+                what="the lease running out",
+            )
+            # Another consumer's heartbeat releases what it holds ...
+            released = sql_value(
+                dsn,
+                "SELECT txnq.release_claims_v1(subscription_id, NULL) "
+                "FROM txnq.subscriptions WHERE name = 'workers'",
+            )
+            assert released >= 3
+            # ... so its queue, claimed before, is not handed out any more.
+            assert_nothing_more(consumer, 0.5)
+            other_claim.rollback()
+        rest = receive_messages(consumer, 11, timeout=15)
+        assert [m.value for m in rest] == [f"k:{i}".encode() for i in range(1, 12)]
+        assert all(m.redelivery_count == 1 for m in rest[:3])
+        consumer.acknowledge(rest)
+    finally:
+        consumer.close()
