@@ -485,6 +485,97 @@ def test_key_shared_keeps_each_key_in_order_while_consumers_come_and_go(
     assert owners == {"a", "b", "c"}
 
 
+def test_key_shared_keeps_each_key_in_order_while_consumers_are_replaced_again_and_again(
+    client: txnq.Client,
+) -> None:
+    """Consumers closed (with messages in their receive queues) and replaced
+    twelve times while the others claim: before claim_v1 read its clock after
+    the cursor lock, a message released by a close was often delivered after
+    later messages of its key. Bounded: 360 messages, at most two minutes."""
+    client.admin.create_topic("jobs")
+    keys = [f"key-{k}" for k in range(6)]
+    per_key = 60
+    with client.producer("jobs") as producer:
+        for seq in range(per_key):
+            for key in keys:
+                producer.send_async(f"{key}:{seq}", key=key)
+        producer.flush()
+    lock = threading.Lock()
+    seen: list[tuple[str, int]] = []
+    trace: list[str] = []
+    rng = random.Random(11)
+
+    def work(consumer: txnq.Consumer, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                message = consumer.receive(timeout=0.1)
+            except errors.ClosedError:
+                return
+            if message is None:
+                continue
+            key, seq = message.value.decode().split(":")
+            with lock:
+                seen.append((key, int(seq)))
+                trace.append(f"{key}:{seq}@{consumer.name} r{message.redelivery_count}")
+            time.sleep(rng.random() * 0.003)
+            try:
+                consumer.acknowledge(message)
+            except errors.ClosedError:
+                return
+
+    live: list[tuple[txnq.Consumer, threading.Thread, threading.Event]] = []
+
+    def start(index: int) -> None:
+        consumer = shared(
+            client,
+            f"c{index}",
+            subscription_type="key_shared",
+            receiver_queue_size=5,
+            lease="1s",
+            poll_interval="50ms",
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=work, args=(consumer, stop))
+        thread.start()
+        live.append((consumer, thread, stop))
+
+    def progress() -> int:
+        with lock:
+            return len(set(seen))
+
+    total = len(keys) * per_key
+    for index in range(4):
+        start(index)
+    started = 4
+    try:
+        for step in range(1, 13):
+            wait_until(
+                lambda step=step: progress() >= step * total // 13,
+                timeout=120,
+                what=f"{step}/13 consumed",
+            )
+            consumer, thread, stop = live.pop(rng.randrange(len(live)))
+            consumer.close()  # with messages in its receive queue
+            stop.set()
+            thread.join(timeout=10)
+            start(started)
+            started += 1
+        wait_until(lambda: progress() >= total, timeout=120, what="everything consumed")
+    finally:
+        for consumer, thread, stop in live:
+            stop.set()
+            thread.join(timeout=10)
+            consumer.close()
+    with lock:
+        order = list(seen)
+    for key in keys:
+        first_seen = list(dict.fromkeys(seq for k, seq in order if k == key))
+        assert first_seen == list(range(per_key)), (
+            f"{key} out of order: {first_seen}\n"
+            + "\n".join(t for t in trace if t.startswith(key + ":"))
+        )
+
+
 def test_key_shared_sends_one_key_to_one_consumer(client: txnq.Client) -> None:
     client.admin.create_topic("jobs")
     with client.producer("jobs") as producer:
