@@ -15,7 +15,9 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import psycopg
 import pytest
 from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
 from txnq.workers.coordinator import CoordinatorWorker
@@ -483,6 +485,97 @@ def test_key_shared_keeps_each_key_in_order_while_consumers_come_and_go(
     assert owners == {"a", "b", "c"}
 
 
+def test_key_shared_keeps_each_key_in_order_while_consumers_are_replaced_again_and_again(
+    client: txnq.Client,
+) -> None:
+    """Consumers closed (with messages in their receive queues) and replaced
+    twelve times while the others claim: before claim_v1 read its clock after
+    the cursor lock, a message released by a close was often delivered after
+    later messages of its key. Bounded: 360 messages, at most two minutes."""
+    client.admin.create_topic("jobs")
+    keys = [f"key-{k}" for k in range(6)]
+    per_key = 60
+    with client.producer("jobs") as producer:
+        for seq in range(per_key):
+            for key in keys:
+                producer.send_async(f"{key}:{seq}", key=key)
+        producer.flush()
+    lock = threading.Lock()
+    seen: list[tuple[str, int]] = []
+    trace: list[str] = []
+    rng = random.Random(11)
+
+    def work(consumer: txnq.Consumer, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                message = consumer.receive(timeout=0.1)
+            except errors.ClosedError:
+                return
+            if message is None:
+                continue
+            key, seq = message.value.decode().split(":")
+            with lock:
+                seen.append((key, int(seq)))
+                trace.append(f"{key}:{seq}@{consumer.name} r{message.redelivery_count}")
+            time.sleep(rng.random() * 0.003)
+            try:
+                consumer.acknowledge(message)
+            except errors.ClosedError:
+                return
+
+    live: list[tuple[txnq.Consumer, threading.Thread, threading.Event]] = []
+
+    def start(index: int) -> None:
+        consumer = shared(
+            client,
+            f"c{index}",
+            subscription_type="key_shared",
+            receiver_queue_size=5,
+            lease="1s",
+            poll_interval="50ms",
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=work, args=(consumer, stop))
+        thread.start()
+        live.append((consumer, thread, stop))
+
+    def progress() -> int:
+        with lock:
+            return len(set(seen))
+
+    total = len(keys) * per_key
+    for index in range(4):
+        start(index)
+    started = 4
+    try:
+        for step in range(1, 13):
+            wait_until(
+                lambda step=step: progress() >= step * total // 13,
+                timeout=120,
+                what=f"{step}/13 consumed",
+            )
+            consumer, thread, stop = live.pop(rng.randrange(len(live)))
+            consumer.close()  # with messages in its receive queue
+            stop.set()
+            thread.join(timeout=10)
+            start(started)
+            started += 1
+        wait_until(lambda: progress() >= total, timeout=120, what="everything consumed")
+    finally:
+        for consumer, thread, stop in live:
+            stop.set()
+            thread.join(timeout=10)
+            consumer.close()
+    with lock:
+        order = list(seen)
+    for key in keys:
+        first_seen = list(dict.fromkeys(seq for k, seq in order if k == key))
+        assert first_seen == list(range(per_key)), (
+            f"{key} out of order: {first_seen}\n"
+            + "\n".join(t for t in trace if t.startswith(key + ":"))
+        )
+
+
 def test_key_shared_sends_one_key_to_one_consumer(client: txnq.Client) -> None:
     client.admin.create_topic("jobs")
     with client.producer("jobs") as producer:
@@ -573,3 +666,190 @@ def test_seek_on_a_shared_subscription_delivers_again(client: txnq.Client) -> No
         consumer.seek("earliest")
         again = receive_messages(consumer, 3, timeout=5)
         assert sorted(m.value for m in again) == [b"m0", b"m1", b"m2"]
+
+
+# -- key_shared: a claim racing a release (SQL level, deterministic) -----------------------
+
+RING_OWNER = """
+WITH ring AS (
+    SELECT k.consumer_id AS id, txnq.key_hash_v1(convert_to(k.name || '#' || g.n, 'UTF8')) AS pt
+      FROM txnq.consumers k CROSS JOIN generate_series(0, 15) AS g(n)
+     WHERE k.subscription_id = %(subscription_id)s)
+SELECT k.name FROM txnq.consumers k
+ WHERE k.consumer_id = txnq.key_owner_v1(
+           txnq.key_hash_v1(convert_to(%(key)s, 'UTF8')),
+           (SELECT array_agg(r.pt ORDER BY r.pt, r.id) FROM ring r),
+           (SELECT array_agg(r.id ORDER BY r.pt, r.id) FROM ring r))
+"""
+
+
+def claim_offsets(conn: psycopg.Connection[Any], params: dict[str, Any], count: int) -> list[int]:
+    rows = conn.execute(
+        "SELECT entry_offset FROM txnq.claim_v1(%(topic_id)s, %(subscription_id)s, "
+        "%(consumer_id)s, %(count)s)",
+        {**params, "count": count},
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def wait_for_lock_wait(dsn: str, pid: int) -> None:
+    wait_until(
+        lambda: sql_value(
+            dsn,
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+            (pid,),
+        ),
+        timeout=10,
+        what=f"backend {pid} waiting for a lock",
+    )
+
+
+def test_key_shared_claim_waiting_while_a_consumer_closes_keeps_the_key_in_order(
+    client: txnq.Client, dsn: str
+) -> None:
+    """A claim that waits for the cursor rows (another consumer is claiming)
+    while the key's consumer closes must start the key at its first released
+    message, not at the later ones that were already waiting (the released ones
+    became deliverable at the time of the release, after the claim started)."""
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    subscription_id = sql_value(
+        dsn,
+        "SELECT txnq.subscribe_v1(%s, 'workers', 'key_shared', 'read_committed', 'earliest')",
+        (topic_id,),
+    )
+    a, c = (
+        sql_value(dsn, "SELECT txnq.register_consumer_v1(%s, %s, 0, 60)", (subscription_id, name))
+        for name in ("a", "c")
+    )
+    key = next(
+        k
+        for k in (f"key-{i}" for i in range(100))
+        if sql_value(dsn, RING_OWNER, {"subscription_id": subscription_id, "key": k}) == "a"
+    )
+    with client.producer("jobs") as producer:
+        for i in range(8):
+            producer.send(f"{key}:{i}", key=key)  # offsets 0..7, one entry each
+    params = {"topic_id": topic_id, "subscription_id": subscription_id}
+    with (
+        psycopg.connect(dsn, autocommit=True) as conn_a,
+        psycopg.connect(dsn, autocommit=True) as conn_c,
+        psycopg.connect(dsn) as other_claim,
+    ):
+        # (A claim may only write what it dispatches as waiting: take them next time.)
+        held = claim_offsets(conn_a, {**params, "consumer_id": a}, 3)
+        held = held or claim_offsets(conn_a, {**params, "consumer_id": a}, 3)
+        assert held == [0, 1, 2]
+        # c's claim writes 3..7 as waiting; the key is a's and a holds 0..2.
+        assert claim_offsets(conn_c, {**params, "consumer_id": c}, 5) == []
+        assert sql_value(dsn, "SELECT count(*) FROM txnq.claims WHERE consumer_id IS NULL") == 5
+
+        # Another consumer's claim holds the subscription's cursor rows ...
+        other_claim.execute(
+            "SELECT 1 FROM txnq.cursors WHERE subscription_id = %s FOR UPDATE", (subscription_id,)
+        )
+        result: list[list[int]] = []
+        claimer = threading.Thread(
+            target=lambda: result.append(claim_offsets(conn_c, {**params, "consumer_id": c}, 5))
+        )
+        claimer.start()
+        try:
+            wait_for_lock_wait(dsn, conn_c.info.backend_pid)  # ... c's claim waits for them
+            # a closes meanwhile: its claims go back, its key moves to c.
+            sql(dsn, "SELECT txnq.release_claims_v1(%s, %s)", (subscription_id, a))
+            sql(dsn, "DELETE FROM txnq.consumers WHERE consumer_id = %s", (a,))
+        finally:
+            other_claim.commit()
+            claimer.join(timeout=10)
+    assert result == [[0, 1, 2, 3, 4]]
+
+
+def test_key_shared_nack_redelivers_after_later_messages_a_release_before(
+    client: txnq.Client, dsn: str
+) -> None:
+    """The order after a redelivery, as documented: a nacked message waits for its
+    delay while later messages of its key go out (as in Pulsar); once due, or
+    when its consumer leaves, it goes out before the key's undelivered ones."""
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    subscription_id = sql_value(
+        dsn,
+        "SELECT txnq.subscribe_v1(%s, 'workers', 'key_shared', 'read_committed', 'earliest')",
+        (topic_id,),
+    )
+    a = sql_value(dsn, "SELECT txnq.register_consumer_v1(%s, 'a', 0, 60)", (subscription_id,))
+    with client.producer("jobs") as producer:
+        for i in range(9):
+            producer.send(f"k:{i}", key="k")
+    params = {"topic_id": topic_id, "subscription_id": subscription_id, "consumer_id": a}
+    nack = (
+        "SELECT txnq.nack_shared_v1(%(topic_id)s, 0, %(subscription_id)s, %(consumer_id)s, "
+        "ARRAY[%(offset)s]::bigint[], ARRAY[0], ARRAY[%(delay)s]::float8[])"
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        held = claim_offsets(conn, params, 2) or claim_offsets(conn, params, 2)
+        assert held == [0, 1]
+        conn.execute(nack, {**params, "offset": 0, "delay": 3600})
+        assert claim_offsets(conn, params, 2) == [2, 3]  # 0 waits for its delay
+        conn.execute(nack, {**params, "offset": 1, "delay": 0})
+        assert claim_offsets(conn, params, 2) == [1, 4]  # due: before 5, after 2 and 3
+        b = sql_value(dsn, "SELECT txnq.register_consumer_v1(%s, 'b', 0, 60)", (subscription_id,))
+        sql(dsn, "SELECT txnq.release_claims_v1(%s, %s)", (subscription_id, a))
+        sql(dsn, "DELETE FROM txnq.consumers WHERE consumer_id = %s", (a,))
+        # a left: b gets what a held (1..4) before 5, and 0 still waits.
+        assert claim_offsets(conn, {**params, "consumer_id": b}, 5) == [1, 2, 3, 4, 5]
+
+
+def test_a_consumer_whose_lease_ran_out_hands_out_nothing_from_its_queue(
+    client: txnq.Client, dsn: str
+) -> None:
+    """Its queued messages may have been released to the others meanwhile: it
+    waits for its heartbeat (which drops the queue), then gets them again."""
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(12):
+            producer.send(f"k:{i}", key="k")
+    consumer = shared(
+        client, "a", subscription_type="key_shared", receiver_queue_size=4, lease="1s"
+    )
+    try:
+        first = receive_messages(consumer, 1)[0]
+        consumer.acknowledge(first)
+        # Another claim holds the cursor rows: the consumer's fetch thread waits
+        # in its next claim and cannot renew the lease meanwhile.
+        with psycopg.connect(dsn) as other_claim:
+            other_claim.execute("SELECT 1 FROM txnq.cursors FOR UPDATE")
+            wait_until(
+                lambda: sql_value(
+                    dsn,
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND application_name = 'txnq-consumer-a'",
+                ),
+                timeout=10,
+                what="the consumer's claim waiting for the cursor rows",
+            )
+            wait_until(
+                lambda: sql_value(
+                    dsn,
+                    "SELECT count(*) FROM txnq.consumers"
+                    " WHERE lease_expires_at < clock_timestamp()",
+                ),
+                timeout=10,
+                what="the lease running out",
+            )
+            # Another consumer's heartbeat releases what it holds ...
+            released = sql_value(
+                dsn,
+                "SELECT txnq.release_claims_v1(subscription_id, NULL) "
+                "FROM txnq.subscriptions WHERE name = 'workers'",
+            )
+            assert released >= 3
+            # ... so its queue, claimed before, is not handed out any more.
+            assert_nothing_more(consumer, 0.5)
+            other_claim.rollback()
+        rest = receive_messages(consumer, 11, timeout=15)
+        assert [m.value for m in rest] == [f"k:{i}".encode() for i in range(1, 12)]
+        assert all(m.redelivery_count == 1 for m in rest[:3])
+        consumer.acknowledge(rest)
+    finally:
+        consumer.close()

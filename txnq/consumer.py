@@ -308,6 +308,11 @@ class Consumer:
         self._closed = False
         self._failure: errors.TxnqError | None = None
         self._heartbeat_due = 0.0
+        # Shared types: until when (monotonic) the lease surely holds -- the
+        # send time of the last successful heartbeat plus the lease, never later
+        # than the server's deadline. Past it, queued messages may have been
+        # released to other consumers, so none is handed out (see _deliverable).
+        self._lease_holds_until = float("inf")
 
         self._ack_lock = threading.Lock()
         self._ack_proxy: Any = client.checkout()
@@ -385,12 +390,15 @@ class Consumer:
         deadline = None if wait is None else time.monotonic() + wait
         with self._cond:
             self._check_usable()
-            while not self._queue:
+            while not self._deliverable():
                 self._check_usable()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
-                self._cond.wait(remaining if remaining is not None else 1.0)
+                wait = 1.0 if remaining is None else remaining
+                if self._queue:  # the lease may have run out: wait for the heartbeat
+                    wait = min(wait, max(0.001, self._poll_interval / 4))
+                self._cond.wait(wait)
             message = self._queue.popleft()
             if len(self._queue) < self._queue_size // 2:
                 self._cond.notify_all()  # room for the fetch thread
@@ -407,10 +415,20 @@ class Consumer:
             return []
         messages = [first]
         with self._cond:
-            while self._queue and len(messages) < max_messages:
+            while self._deliverable() and len(messages) < max_messages:
                 messages.append(self._queue.popleft())
             self._cond.notify_all()
         return messages
+
+    def _deliverable(self) -> bool:
+        """A queued message may be handed out (caller holds _cond). On shared
+        and key_shared subscriptions not once the lease may have run out: its
+        claims may then be released to other consumers (and a key's later
+        messages delivered there), so the queue waits for the next heartbeat,
+        which renews the lease or, if it ran out, drops the queue."""
+        if not self._queue:
+            return False
+        return not self._shared or time.monotonic() < self._lease_holds_until
 
     def __iter__(self) -> Consumer:
         return self
@@ -1026,7 +1044,8 @@ class Consumer:
 
     def _heartbeat(self) -> None:
         """Renew the lease; recompute the assignment; follow cursor resets."""
-        self._heartbeat_due = time.monotonic() + self._lease / 3
+        sent = time.monotonic()
+        self._heartbeat_due = sent + self._lease / 3
         try:
             with translated_errors():
                 members = self._fetch_conn.execute(
@@ -1041,11 +1060,15 @@ class Consumer:
                 for p in list(self._assigned):
                     self._forget_partition(p)
                 self._assigned.clear()
+            sent = time.monotonic()
             self.consumer_id = self._register()
             members = self._fetch_conn.execute(
                 QUERIES["heartbeat_consumer"],
                 {"consumer_id": self.consumer_id, "lease_seconds": self._lease},
             ).fetchall()
+        with self._cond:
+            self._lease_holds_until = sent + self._lease
+            self._cond.notify_all()
         if self._shared:
             # Liveness: claims of consumers whose lease ran out go back to waiting.
             self._fetch_conn.execute(

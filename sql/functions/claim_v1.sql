@@ -26,6 +26,10 @@
 --   (txnq.key_owner_v1) — except keys with a message held by another consumer
 --   (or pending in a transaction): a key moves to a new consumer only when
 --   nothing of it is unacknowledged elsewhere, so each key is delivered in order.
+--   Held elsewhere and due are decided in one statement with one clock read
+--   after its snapshot, so a message released just before (a consumer closed
+--   or died) goes out before the later messages of its key. A nacked message
+--   waits for its delay while later messages of its key go on (as in Pulsar).
 -- Dead letters: done here, in this transaction (txnq.dead_letter_v1): the copy
 --   is appended and the claim deleted together, so a crash neither loses nor
 --   duplicates it.
@@ -69,7 +73,6 @@ DECLARE
     v_p integer;
     v_points integer[];
     v_owners bigint[];
-    v_blocked integer[];
     v_dead_letters boolean := p_max_redeliver_count IS NOT NULL AND p_dead_letter_topic_id IS NOT NULL;
     r record;
 BEGIN
@@ -108,6 +111,11 @@ BEGIN
         PERFORM 1 FROM txnq.cursors c
          WHERE c.topic_id = p_topic_id AND c.subscription_id = p_subscription_id
          ORDER BY c.partition FOR UPDATE;
+        -- The clock after the wait: what other consumers released meanwhile
+        -- (closing, a heartbeat releasing a dead consumer's claims) is due now.
+        v_now := clock_timestamp();
+        v_hold := CASE WHEN p_ack_timeout_seconds IS NULL THEN 'infinity'::timestamptz
+                       ELSE v_now + make_interval(secs => p_ack_timeout_seconds) END;
     END IF;
 
     IF v_dead_letters THEN
@@ -215,22 +223,37 @@ BEGIN
             PERFORM 1 FROM txnq.dispatch_shared_v1(p_topic_id, v_p, p_subscription_id, p_consumer_id,
                                                    p_max_messages, v_hold, v_sub.isolation, false);
         END IF;
-        v_blocked := ARRAY(
-            SELECT DISTINCT c.key_hash FROM txnq.claims c
-             WHERE c.topic_id = p_topic_id AND c.partition = v_p AND c.subscription_id = p_subscription_id
-               AND c.consumer_id <> p_consumer_id AND (c.visible_at > v_now OR c.txn_tc IS NOT NULL));
+        -- Which keys are held elsewhere and which messages are due are read in
+        -- one statement, against one clock read after its snapshot: a message
+        -- released by a transaction that committed before the snapshot (close,
+        -- a dead consumer's heartbeat release, an aborted transaction) has a
+        -- visible_at before that clock, so it is taken before the later
+        -- messages of its key, never after them. (A clock read before the
+        -- statement -- before the cursor rows were even locked, as revision
+        -- 0008 first did -- left such a message waiting while later messages
+        -- of its key, written earlier by the lookahead, went out.)
         RETURN QUERY
-        WITH picked AS (
-            SELECT c.entry_offset AS o, c.batch_index AS i
-              FROM txnq.claims c
+        WITH tick AS MATERIALIZED (
+            SELECT clock_timestamp() AS now
+        ), held_elsewhere AS (
+            -- Keys with a message held by another consumer (claimed and not
+            -- acknowledged there) or pending in a transaction of someone else.
+            SELECT DISTINCT c.key_hash AS h
+              FROM txnq.claims c, tick
              WHERE c.topic_id = p_topic_id AND c.partition = v_p AND c.subscription_id = p_subscription_id
-               AND c.visible_at <= v_now AND c.txn_tc IS NULL
-               AND c.key_hash <> ALL (v_blocked)
+               AND ((c.consumer_id <> p_consumer_id AND c.visible_at > tick.now)
+                    OR (c.txn_tc IS NOT NULL AND c.consumer_id IS DISTINCT FROM p_consumer_id))
+        ), picked AS (
+            SELECT c.entry_offset AS o, c.batch_index AS i
+              FROM txnq.claims c, tick
+             WHERE c.topic_id = p_topic_id AND c.partition = v_p AND c.subscription_id = p_subscription_id
+               AND c.visible_at <= tick.now AND c.txn_tc IS NULL
+               AND NOT EXISTS (SELECT 1 FROM held_elsewhere b WHERE b.h = c.key_hash)
                AND (NOT v_dead_letters OR c.delivered <= p_max_redeliver_count)
                AND txnq.key_owner_v1(c.key_hash, v_points, v_owners) = p_consumer_id
              ORDER BY c.entry_offset, c.batch_index
              LIMIT p_max_messages - v_taken
-               FOR UPDATE SKIP LOCKED
+               FOR UPDATE OF c SKIP LOCKED
         ), again AS (
             UPDATE txnq.claims c
                SET consumer_id = p_consumer_id, visible_at = v_hold, delivered = c.delivered + 1

@@ -15,7 +15,9 @@
 -- Locks: the released claim rows. Claims pending in a transaction stay until
 --   it ends (its timeout aborts it if its client died).
 -- Invariants: a live consumer (lease renewed by its client library, however
---   slow the application is) never loses a claim here.
+--   slow the application is) never loses a claim here: the consumer rows are
+--   locked (FOR SHARE) first, so a heartbeat that is renewing a lease commits
+--   before the leases are read.
 CREATE OR REPLACE FUNCTION txnq.release_claims_v1(p_subscription_id bigint, p_consumer_id bigint)
 RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -29,6 +31,11 @@ BEGIN
            SET consumer_id = NULL, visible_at = clock_timestamp(), reason = 'consumer_closed'
          WHERE c.subscription_id = p_subscription_id AND c.consumer_id = p_consumer_id AND c.txn_tc IS NULL;
     ELSE
+        -- Wait for heartbeats in flight: one that renewed a lease before it ran
+        -- out but had not committed must not lose its consumer's claims (the
+        -- consumer hands out its queue while its renewed lease holds).
+        PERFORM 1 FROM txnq.consumers k WHERE k.subscription_id = p_subscription_id
+         ORDER BY k.consumer_id FOR SHARE;
         UPDATE txnq.claims c
            SET consumer_id = NULL, visible_at = clock_timestamp(), reason = 'consumer_gone'
          WHERE c.subscription_id = p_subscription_id AND c.consumer_id IS NOT NULL AND c.txn_tc IS NULL
