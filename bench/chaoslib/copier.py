@@ -99,8 +99,12 @@ def run(args: argparse.Namespace) -> int:
                 consumed=[m.value.decode() for m in batch],
                 produced=produced,
             )
-            for message in last.values():
-                consumer.acknowledge_cumulative(message, txn=txn)
+            if args.subscription_type in ("shared", "key_shared"):
+                # Individual acks only there (other consumers hold earlier messages).
+                consumer.acknowledge(batch, txn=txn)
+            else:
+                for message in last.values():
+                    consumer.acknowledge_cumulative(message, txn=txn)
             if args.pause:
                 time.sleep(args.pause)
             if abort:
