@@ -19,6 +19,8 @@ import argparse
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -31,7 +33,10 @@ from bench.chaoslib.history import ANOMALIES
 from bench.chaoslib.workloads import CopierConfig, held_xmin, load, run_copier
 
 
-def _fresh_database(server_dsn: str) -> tuple[str, str]:
+@contextmanager
+def _fresh_database(server_dsn: str) -> Iterator[str]:
+    """A new migrated database on the server, dropped (with its connections)
+    when the block ends, however it ends; yields its DSN."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from txnq import migrate
@@ -39,18 +44,17 @@ def _fresh_database(server_dsn: str) -> tuple[str, str]:
     name = f"txnq_chaos_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    params = conninfo_to_dict(server_dsn)
-    params["dbname"] = name
-    dsn = make_conninfo(**params)  # type: ignore[arg-type]
-    migrate.upgrade(dsn)
-    return name, dsn
-
-
-def _drop_database(server_dsn: str, name: str) -> None:
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+    try:
+        params = conninfo_to_dict(server_dsn)
+        params["dbname"] = name
+        dsn = make_conninfo(**params)  # type: ignore[arg-type]
+        migrate.upgrade(dsn)
+        yield dsn
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def main() -> int:
@@ -139,16 +143,13 @@ def main() -> int:
     try:
         if "xmin" not in args.skip:
             assert server_dsn is not None
-            name, dsn = _fresh_database(server_dsn)
-            try:
+            with _fresh_database(server_dsn) as dsn:
                 x = held_xmin(
                     dsn,
                     phase_seconds=args.phase_seconds,
                     hold_seconds=args.hold_seconds,
                     target_rate=args.xmin_rate,
                 )
-            finally:
-                _drop_database(server_dsn, name)
             ok = x.ratio >= 0.7 and x.lost == 0 and x.dead_after <= max(1000, x.dead_peak // 5)
             bad |= not ok
             rows.append(
@@ -165,16 +166,13 @@ def main() -> int:
             )
         if "load" not in args.skip:
             assert server_dsn is not None
-            name, dsn = _fresh_database(server_dsn)
-            try:
+            with _fresh_database(server_dsn) as dsn:
                 r = load(
                     dsn,
                     producers=args.producers,
                     consumers=args.consumers,
                     seconds=args.load_seconds,
                 )
-            finally:
-                _drop_database(server_dsn, name)
             bad |= bool(not r.report.valid or r.errors or r.deadlocks)
             per_class["load"] = dict(r.report.counts)
             rows.append(
