@@ -4,11 +4,14 @@ and waiting for a condition or for messages with a deadline (never a bare sleep)
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
+from txnq.workers.coordinator import CoordinatorWorker
 
 from txnq import Consumer, Message
 
@@ -65,3 +68,18 @@ def assert_nothing_more(consumer: Consumer, timeout: float = 0.5) -> None:
     """No further message arrives within ``timeout`` seconds."""
     extra = consumer.receive(timeout=timeout)
     assert extra is None, f"unexpected message {extra!r}"
+
+
+@contextmanager
+def running_coordinator(dsn: str) -> Iterator[CoordinatorWorker]:
+    """A coordinator worker running in a thread of the test (finishes timed-out
+    transactions), stopped when the block ends."""
+    coordinator = CoordinatorWorker(dsn, poll_interval=0.2, grace_seconds=0.0)
+    stop = threading.Event()
+    thread = threading.Thread(target=coordinator.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield coordinator
+    finally:
+        stop.set()
+        thread.join(timeout=10)

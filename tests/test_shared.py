@@ -19,7 +19,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
+from helpers import (
+    assert_nothing_more,
+    receive_messages,
+    running_coordinator,
+    sql,
+    sql_value,
+    wait_until,
+)
 from txnq.workers.coordinator import CoordinatorWorker
 
 import txnq
@@ -37,15 +44,8 @@ def client(dsn: str) -> Iterator[txnq.Client]:
 @pytest.fixture
 def worker(dsn: str) -> Iterator[CoordinatorWorker]:
     """A coordinator worker running in a thread of the test (finishes timed-out transactions)."""
-    coordinator = CoordinatorWorker(dsn, poll_interval=0.2, grace_seconds=0.0)
-    stop = threading.Event()
-    thread = threading.Thread(target=coordinator.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
+    with running_coordinator(dsn) as coordinator:
         yield coordinator
-    finally:
-        stop.set()
-        thread.join(timeout=10)
 
 
 def shared(client: txnq.Client, name: str = "c", **options: object) -> txnq.Consumer:
@@ -405,17 +405,35 @@ def test_delayed_delivery_input_is_checked(client: txnq.Client) -> None:
 # -- key_shared ---------------------------------------------------------------------------
 
 
+def send_key_sequences(client: txnq.Client, keys: list[str], per_key: int) -> None:
+    """``key:seq`` for seq 0..per_key-1 of every key, interleaved, to topic ``jobs``."""
+    with client.producer("jobs") as producer:
+        for seq in range(per_key):
+            for key in keys:
+                producer.send_async(f"{key}:{seq}", key=key)
+        producer.flush()
+
+
+def assert_each_key_in_order(
+    order: list[tuple[str, int]], keys: list[str], per_key: int, trace: list[str]
+) -> None:
+    """Each key's first deliveries, in receive order, are 0..per_key-1 (redeliveries
+    of an earlier seq may follow); on failure the key's trace is shown."""
+    for key in keys:
+        first_seen = list(dict.fromkeys(seq for k, seq in order if k == key))
+        assert first_seen == list(range(per_key)), (
+            f"{key} out of order: {first_seen}\n"
+            + "\n".join(t for t in trace if t.startswith(key + ":"))
+        )
+
+
 def test_key_shared_keeps_each_key_in_order_while_consumers_come_and_go(
     client: txnq.Client,
 ) -> None:
     client.admin.create_topic("jobs", partitions=2)
     keys = [f"key-{k}" for k in range(8)]
     per_key = 40
-    with client.producer("jobs") as producer:
-        for seq in range(per_key):
-            for key in keys:
-                producer.send_async(f"{key}:{seq}", key=key)
-        producer.flush()
+    send_key_sequences(client, keys, per_key)
 
     lock = threading.Lock()
     seen: list[tuple[str, int, str]] = []  # (key, seq, consumer) in receive order
@@ -472,15 +490,7 @@ def test_key_shared_keeps_each_key_in_order_while_consumers_come_and_go(
 
     with lock:
         order = list(seen)
-    for key in keys:
-        first_seen: list[int] = []
-        for k, seq, _ in order:
-            if k == key and seq not in first_seen:
-                first_seen.append(seq)
-        assert first_seen == list(range(per_key)), (
-            f"{key} out of order: {first_seen}\n"
-            + "\n".join(t for t in trace if t.startswith(key + ":"))
-        )
+    assert_each_key_in_order([(k, seq) for k, seq, _ in order], keys, per_key, trace)
     owners = {name for _, _, name in order}
     assert owners == {"a", "b", "c"}
 
@@ -495,11 +505,7 @@ def test_key_shared_keeps_each_key_in_order_while_consumers_are_replaced_again_a
     client.admin.create_topic("jobs")
     keys = [f"key-{k}" for k in range(6)]
     per_key = 60
-    with client.producer("jobs") as producer:
-        for seq in range(per_key):
-            for key in keys:
-                producer.send_async(f"{key}:{seq}", key=key)
-        producer.flush()
+    send_key_sequences(client, keys, per_key)
     lock = threading.Lock()
     seen: list[tuple[str, int]] = []
     trace: list[str] = []
@@ -568,12 +574,7 @@ def test_key_shared_keeps_each_key_in_order_while_consumers_are_replaced_again_a
             consumer.close()
     with lock:
         order = list(seen)
-    for key in keys:
-        first_seen = list(dict.fromkeys(seq for k, seq in order if k == key))
-        assert first_seen == list(range(per_key)), (
-            f"{key} out of order: {first_seen}\n"
-            + "\n".join(t for t in trace if t.startswith(key + ":"))
-        )
+    assert_each_key_in_order(order, keys, per_key, trace)
 
 
 def test_key_shared_sends_one_key_to_one_consumer(client: txnq.Client) -> None:

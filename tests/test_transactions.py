@@ -11,7 +11,14 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
+from helpers import (
+    assert_nothing_more,
+    receive_messages,
+    running_coordinator,
+    sql,
+    sql_value,
+    wait_until,
+)
 from txnq.workers.coordinator import CoordinatorWorker
 
 import txnq
@@ -33,15 +40,8 @@ def client(dsn: str) -> Iterator[txnq.Client]:
 @pytest.fixture
 def worker(dsn: str) -> Iterator[CoordinatorWorker]:
     """A coordinator worker running in a thread of the test."""
-    coordinator = CoordinatorWorker(dsn, poll_interval=0.2, grace_seconds=0.0)
-    stop = threading.Event()
-    thread = threading.Thread(target=coordinator.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
+    with running_coordinator(dsn) as coordinator:
         yield coordinator
-    finally:
-        stop.set()
-        thread.join(timeout=10)
 
 
 def values(messages: list[txnq.Message]) -> list[bytes]:
