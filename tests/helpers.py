@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import sql as pgsql
 from txnq.workers.coordinator import CoordinatorWorker
 
 from txnq import Consumer, Message
@@ -83,3 +84,13 @@ def running_coordinator(dsn: str) -> Iterator[CoordinatorWorker]:
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+def drop_role(dsn: str, name: str) -> None:
+    """End the role's sessions, then drop it (if it exists): a test's own LOGIN role."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+            (name,),
+        )
+        conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(name)))

@@ -24,7 +24,7 @@ from psycopg import sql as pgsql
 from psycopg.conninfo import make_conninfo
 
 import txnq
-from tests.helpers import receive_messages, sql_value
+from tests.helpers import drop_role, receive_messages, sql_value
 from txnq import migrate
 
 FAST = {"poll_interval": 0.05}
@@ -59,13 +59,8 @@ def login_as(dsn: str) -> Iterator[Callable[[str], str]]:
         return dsn_as_user(dsn, name, password)
 
     yield make
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for name in created:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (name,),
-            )
-            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(name)))
+    for name in created:
+        drop_role(dsn, name)
 
 
 def denied(conn: psycopg.Connection, statements: list[str]) -> None:
@@ -250,12 +245,7 @@ def test_the_compose_init_script_creates_a_least_privilege_coordinator_login(dsn
             conn.execute("SELECT count(*) FROM txnq.transactions")
             denied(conn, ["DROP TABLE txnq.transactions", "CREATE TABLE txnq.mine (x int)"])
     finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (role,),
-            )
-            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
+        drop_role(dsn, role)
 
 
 def test_entry_log_partitions_made_at_run_time_belong_to_txnq_admin(

@@ -11,7 +11,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from helpers import receive_messages, sql, sql_value
+from helpers import drop_role, receive_messages, sql, sql_value
 from psycopg import errors as pg_errors
 from psycopg import sql as pgsql
 from psycopg.conninfo import make_conninfo
@@ -321,12 +321,7 @@ def reader_dsn(dsn: str) -> Iterator[str]:
     try:
         yield dsn_as_user(dsn, name)
     finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (name,),
-            )
-            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(name)))
+        drop_role(dsn, name)
 
 
 def test_txnq_reader_reads_the_views_and_nothing_else(

@@ -33,7 +33,7 @@ import pytest
 from psycopg import sql as pgsql
 
 import txnq
-from tests.helpers import receive_messages, sql, wait_until
+from tests.helpers import drop_role, receive_messages, sql, wait_until
 from txnq import migrate
 
 TXNQ = str(Path(sys.executable).with_name("txnq"))
@@ -211,12 +211,7 @@ def worker_login(dsn: str) -> Iterator[tuple[str, str]]:
     try:
         yield dsn_with_password(dsn, name, password), password
     finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (name,),
-            )
-            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(name)))
+        drop_role(dsn, name)
 
 
 # -- scaling ---------------------------------------------------------------------
