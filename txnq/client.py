@@ -9,15 +9,18 @@ import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import psycopg
+import sqlalchemy.exc
 from psycopg.rows import dict_row
 
 from txnq import errors
 from txnq.admin import Admin
 from txnq.durations import Duration, parse_duration
 from txnq.migrate import check_schema, upgrade
+from txnq.plans import Call, Plan, SyncIO, run
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
 from txnq.storage import create_engine_for, translated_errors
@@ -27,14 +30,74 @@ if TYPE_CHECKING:
     from txnq.consumer import Consumer
     from txnq.embedded import EmbeddedServer
     from txnq.producer import Producer
-    from txnq.transaction import Transaction
+    from txnq.transaction import Transaction, TxnId
 
 
 class _Closeable(Protocol):
     def close(self) -> None: ...
 
 
-class Client:
+class ClientBase:
+    """What the sync and asyncio clients share: settings, and the plans that
+    open transactions and start transactional sessions (txnq.plans)."""
+
+    settings: Settings
+
+    def _init_transactions(self) -> None:
+        # Coordinators are picked round-robin from a random start, so many
+        # clients spread over them; the server's limits are read once.
+        self._tc_cycle = itertools.count(random.randrange(1 << 16))
+        self._txn_limits: tuple[int, float] | None = None
+        self._transactional_epochs: dict[str, int] = {}
+
+    def _open_txn_plan(self, timeout: Duration | None) -> Plan[tuple[TxnId, float, datetime]]:
+        from txnq.transaction import TxnId
+
+        seconds = parse_duration(
+            self.settings.txn_default_timeout if timeout is None else timeout,
+            what="timeout",
+            allow_zero=False,
+        )
+        tc_count, max_timeout = yield from self._limits_plan()
+        if seconds > max_timeout:
+            raise errors.InvalidArgumentError(
+                f"a transaction timeout of {seconds:g}s is above the server maximum of "
+                f"{max_timeout:g}s: shorten it, or raise TXNQ_TXN_MAX_TIMEOUT and run txnq migrate"
+            )
+        tc_id = next(self._tc_cycle) % tc_count
+        row = yield Call("open_txn", {"tc_id": tc_id, "timeout_seconds": seconds})
+        assert row is not None
+        return TxnId(row[0], row[1]), seconds, row[2]
+
+    def _limits_plan(self) -> Plan[tuple[int, float]]:
+        """(coordinator count, TXN_MAX_TIMEOUT seconds), read once."""
+        if self._txn_limits is None:
+            row = yield Call("txn_limits", {})
+            assert row is not None
+            self._txn_limits = (int(row[0]), float(row[1]))
+        return self._txn_limits
+
+    def _transactional_epoch_plan(self, transactional_id: str) -> Plan[int]:
+        """This client's session epoch of a transactional id: the first producer
+        with the id starts a session (fencing older ones and aborting what they
+        left open); later producers of this client with the id share it."""
+        epoch = self._transactional_epochs.get(transactional_id)
+        if epoch is not None:
+            return epoch
+        row = yield Call("init_transactional_id", {"transactional_id": transactional_id})
+        assert row is not None
+        epoch = int(row[0])
+        self._transactional_epochs[transactional_id] = epoch
+        # The fenced transactions are decided (ABORTING); finish them now, as
+        # Kafka's initTransactions does, so the new session starts clean. A
+        # coordinator worker finishes any this cannot.
+        for tc_id, txn_seq in zip(row[1], row[2], strict=True):
+            with contextlib.suppress(errors.TxnqError, psycopg.Error):
+                yield Call("complete_txn", {"txn_tc": tc_id, "txn_seq": txn_seq})
+        return epoch
+
+
+class Client(ClientBase):
     """Connects to PostgreSQL: ``dsn``, else ``TXNQ_DSN``, else an embedded
     PostgreSQL under ``./.txnq`` (started or reused, and migrated).
 
@@ -63,11 +126,7 @@ class Client:
         self._lock = threading.Lock()
         self._children: list[_Closeable] = []
         self._closed = False
-        # Transactions: coordinators are picked round-robin from a random start,
-        # so many clients spread over them; the server's limits are read once.
-        self._tc_cycle = itertools.count(random.randrange(1 << 16))
-        self._txn_limits: tuple[int, float] | None = None
-        self._transactional_epochs: dict[str, int] = {}
+        self._init_transactions()
         try:
             with self._engine.connect() as connection:
                 check_schema(connection)
@@ -174,48 +233,55 @@ class Client:
                     "idle_in_transaction_session_timeout), not here"
                 )
             return attach(connection, client=self)
-        from txnq.transaction import Transaction, TxnId
+        from txnq.transaction import Transaction
 
-        seconds = parse_duration(
-            self.settings.txn_default_timeout if timeout is None else timeout,
-            what="timeout",
-            allow_zero=False,
-        )
-        tc_count, max_timeout = self._transaction_limits()
-        if seconds > max_timeout:
-            raise errors.InvalidArgumentError(
-                f"a transaction timeout of {seconds:g}s is above the server maximum of "
-                f"{max_timeout:g}s: shorten it, or raise TXNQ_TXN_MAX_TIMEOUT and run txnq migrate"
-            )
-        tc_id = next(self._tc_cycle) % tc_count
-        rows = self.query("open_txn", {"tc_id": tc_id, "timeout_seconds": seconds})
-        row = rows[0]
-        return Transaction(self, TxnId(row["tc_id"], row["txn_seq"]), seconds, row["timeout_at"])
+        with self._io() as io:
+            txn_id, seconds, timeout_at = run(self._open_txn_plan(timeout), io)
+        return Transaction(self, txn_id, seconds, timeout_at)
 
     def _transaction_limits(self) -> tuple[int, float]:
-        if self._txn_limits is None:
-            row = self.query("txn_limits", {})[0]
-            self._txn_limits = (int(row["tc_count"]), float(row["txn_max_timeout_seconds"]))
-        return self._txn_limits
+        with self._io() as io:
+            return run(self._limits_plan(), io)
 
     def _transactional_epoch(self, transactional_id: str) -> int:
-        """This client's session epoch of a transactional id: the first producer
-        with the id starts a session (fencing older ones and aborting what they
-        left open); later producers of this client with the id share it."""
-        with self._lock:
-            epoch = self._transactional_epochs.get(transactional_id)
-            if epoch is not None:
-                return epoch
-            row = self.query("init_transactional_id", {"transactional_id": transactional_id})[0]
-            epoch = int(row["epoch"])
-            self._transactional_epochs[transactional_id] = epoch
-        # The fenced transactions are decided (ABORTING); finish them now, as
-        # Kafka's initTransactions does, so the new session starts clean. A
-        # coordinator worker finishes any this cannot.
-        for tc_id, txn_seq in zip(row["fenced_tc_ids"], row["fenced_txn_seqs"], strict=True):
-            with contextlib.suppress(errors.TxnqError, psycopg.Error):
-                self.query("complete_txn", {"txn_tc": tc_id, "txn_seq": txn_seq})
-        return epoch
+        """This client's session epoch of a transactional id (see
+        :meth:`ClientBase._transactional_epoch_plan`)."""
+        with self._lock, self._io() as io:
+            return run(self._transactional_epoch_plan(transactional_id), io)
+
+    @contextmanager
+    def _io(self) -> Iterator[SyncIO]:
+        """A plan's view of the pool (txnq.plans): a pooled connection checked
+        out on first use, replaced on Reconnect, returned at the end."""
+        held: list[Any] = []
+
+        def connection() -> psycopg.Connection[Any]:
+            if not held:
+                held.append(self._checkout_or_unavailable())
+            conn: psycopg.Connection[Any] = held[0].driver_connection
+            return conn
+
+        def reconnect() -> None:
+            if held:
+                with contextlib.suppress(Exception):
+                    held.pop().invalidate()
+
+        try:
+            yield SyncIO(connection, reconnect)
+        finally:
+            if held:
+                held[0].close()
+
+    def _checkout_or_unavailable(self) -> Any:
+        self._check_open()
+        try:
+            return self._engine.raw_connection()
+        except (psycopg.OperationalError, sqlalchemy.exc.OperationalError) as exc:
+            cause = getattr(exc, "orig", None) or exc
+            raise errors.ServerUnavailableError(
+                f"PostgreSQL is unavailable ({str(cause).strip()}); the call changed nothing: "
+                "retry it when the server is back"
+            ) from exc
 
     def _adopt(self, child: _Closeable) -> None:
         with self._lock:

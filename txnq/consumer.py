@@ -33,16 +33,15 @@ transaction pooling).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import heapq
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import psycopg
 from psycopg import sql
@@ -52,14 +51,29 @@ from txnq.admin import seek_target
 from txnq.durations import Duration, parse_duration
 from txnq.messages import Message, MessageId
 from txnq.names import validate_name
-from txnq.queries import QUERIES
-from txnq.storage import connect, translate, translated_errors
+from txnq.plans import (
+    Batch,
+    Call,
+    Listen,
+    Plan,
+    Reconnect,
+    Sleep,
+    SyncIO,
+    WaitRoom,
+    retried_once,
+    run,
+)
+from txnq.storage import connect
 
 if TYPE_CHECKING:
+    from txnq.admin import Admin, TopicInfo
     from txnq.app_transaction import AttachedTransaction
     from txnq.client import Client
     from txnq.producer import Producer
-    from txnq.transaction import Transaction, TxnId
+    from txnq.settings import Settings
+    from txnq.transaction import Transaction, TransactionBase, TxnId
+
+T = TypeVar("T")
 
 SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
 SHARED_TYPES = ("shared", "key_shared")
@@ -155,44 +169,39 @@ def _attached(txn: object) -> bool:
     return isinstance(txn, _ATTACHED_TYPE)
 
 
-class Consumer:
-    """Receives messages from one subscription. Create with ``client.subscribe``.
+class ConsumerBase:
+    """What the sync and asyncio consumers share: options, the receive-queue
+    state, message decoding, and every exchange with PostgreSQL as a plan
+    (txnq.plans): subscribing, the heartbeat, fetching and claiming, acks,
+    nacks, seeks and leaving. A face adds the connections, the fetch thread
+    or task, the waiting, and ``_cond`` (a ``threading.Condition`` in the sync
+    face; in the asyncio face a lock-free stand-in whose ``notify_all`` wakes
+    waiting receivers)."""
 
-    Options: ``initial_position`` ("latest" or "earliest"; where a new
-    subscription starts), ``isolation`` ("read_committed" or
-    "read_uncommitted"), ``consumer_name``, ``priority`` (failover order, lower
-    first), ``receiver_queue_size`` (messages prefetched, 1000),
-    ``negative_ack_redelivery_delay`` ("1m"), ``lease`` (CONSUMER_LEASE_SECONDS),
-    ``poll_interval`` (POLL_INTERVAL_SECONDS). Shared and key_shared only:
-    ``ack_timeout`` (None: off; a message not acknowledged this long after it
-    was claimed is delivered again), ``negative_ack_backoff`` (a
-    :class:`Backoff`; replaces the fixed nack delay), ``dead_letter_policy``
-    (a :class:`DeadLetterPolicy`), ``retry_enable`` (read the retry-letter
-    topic too, for ``reconsume_later``).
-    """
+    _cond: Any
+    _queue: deque[Message]
 
-    def __init__(
+    def _configure(
         self,
-        client: Client,
-        topic: str,
+        settings: Settings,
+        topic: TopicInfo,
         subscription: str,
-        subscription_type: str = "exclusive",
+        subscription_type: str,
         *,
-        initial_position: str = "latest",
-        isolation: str = "read_committed",
-        consumer_name: str | None = None,
-        priority: int = 0,
-        receiver_queue_size: int = 1000,
-        negative_ack_redelivery_delay: Duration = "1m",
-        lease: Duration | None = None,
-        poll_interval: Duration | None = None,
-        ack_timeout: Duration | None = None,
-        negative_ack_backoff: Backoff | None = None,
-        dead_letter_policy: DeadLetterPolicy | None = None,
-        retry_enable: bool = False,
-        _retry_parent: Consumer | None = None,
+        initial_position: str,
+        isolation: str,
+        consumer_name: str | None,
+        priority: int,
+        receiver_queue_size: int,
+        negative_ack_redelivery_delay: Duration,
+        lease: Duration | None,
+        poll_interval: Duration | None,
+        ack_timeout: Duration | None,
+        negative_ack_backoff: Backoff | None,
+        dead_letter_policy: DeadLetterPolicy | None,
+        retry_enable: bool,
     ) -> None:
-        self._client = client
+        """Check the options and set up the state; no I/O."""
         self.subscription = validate_name(subscription, "subscription")
         if subscription_type not in SUBSCRIPTION_TYPES:
             raise errors.InvalidArgumentError(
@@ -246,9 +255,9 @@ class Consumer:
                 raise errors.InvalidArgumentError(f"{label} must be an int, got {value!r}")
         if receiver_queue_size < 1:
             raise errors.InvalidArgumentError("receiver_queue_size must be at least 1")
-        settings = client.settings
         self.subscription_type = subscription_type
         self.isolation = isolation
+        self._initial_position = initial_position
         self.name = validate_name(
             consumer_name if consumer_name is not None else f"consumer-{uuid.uuid4().hex[:12]}",
             "consumer",
@@ -268,31 +277,13 @@ class Consumer:
             what="poll_interval",
             allow_zero=False,
         )
-        self._topic = client.admin.get_topic(topic)
-        self.topic = self._topic.name
-        self._topic_id = self._topic.topic_id
+        self._topic = topic
+        self.topic = topic.name
+        self._topic_id = topic.topic_id
         self._channel = f"txnq_topic_{self._topic_id}"
         self._dead_letter_policy = dead_letter_policy
         self._dead_letter_topic_id: int | None = None
         self._retry_topic: str | None = None
-        self._retry_parent = _retry_parent
-        if dead_letter_policy is not None or retry_enable:
-            policy = dead_letter_policy or DeadLetterPolicy(max_redeliver_count=16)
-            if dead_letter_policy is not None:
-                dlq = policy.dead_letter_topic or f"{self.topic}-{self.subscription}-DLQ"
-                self._dead_letter_topic_id = self._ensure_topic(dlq)
-            if retry_enable:
-                self._retry_topic = (
-                    policy.retry_letter_topic or f"{self.topic}-{self.subscription}-RETRY"
-                )
-                self._ensure_topic(self._retry_topic)
-
-        # State shared by the fetch thread and the caller, guarded by _cond. A
-        # retry-letter consumer delivers into its parent's receive queue.
-        self._cond: threading.Condition = (
-            threading.Condition() if _retry_parent is None else _retry_parent._cond
-        )
-        self._queue: deque[Message] = deque() if _retry_parent is None else _retry_parent._queue
         self._assigned: set[int] = set()
         self._read_position: dict[int, int] = {}  # highest offset fetched per partition
         self._generation: dict[int, int] = {}  # the cursor generation we follow
@@ -314,67 +305,23 @@ class Consumer:
         # released to other consumers, so none is handed out (see _deliverable).
         self._lease_holds_until = float("inf")
 
-        self._ack_lock = threading.Lock()
-        self._ack_proxy: Any = client.checkout()
-        self._fetch_conn = connect(client.dsn, application_name=f"txnq-consumer-{self.name}")
-        try:
-            with translated_errors():
-                self.subscription_id: int = self._ack_call(
-                    "subscribe",
-                    {
-                        "topic_id": self._topic_id,
-                        "name": self.subscription,
-                        "subscription_type": subscription_type,
-                        "isolation": isolation,
-                        "initial_position": initial_position,
-                    },
-                )
-                self.consumer_id: int = self._register()
-            self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
-            self._heartbeat()
-        except BaseException:
-            self._fetch_conn.close()
-            self._ack_proxy.close()
-            raise
-        self._thread = threading.Thread(
-            target=self._run, name=f"txnq-consumer-{self.name}", daemon=True
-        )
-        self._thread.start()
-        self._retry_consumer: Consumer | None = None
-        self._letter_producers: dict[str, Producer] = {}
-        if self._retry_topic is not None:
-            try:
-                self._retry_consumer = Consumer(
-                    client,
-                    self._retry_topic,
-                    self.subscription,
-                    subscription_type,
-                    initial_position="earliest",
-                    isolation=isolation,
-                    consumer_name=f"{self.name}-retry"[:200],
-                    priority=priority,
-                    receiver_queue_size=receiver_queue_size,
-                    negative_ack_redelivery_delay=negative_ack_redelivery_delay,
-                    lease=self._lease,
-                    poll_interval=self._poll_interval,
-                    ack_timeout=ack_timeout,
-                    negative_ack_backoff=negative_ack_backoff,
-                    dead_letter_policy=dead_letter_policy,
-                    _retry_parent=self,
-                )
-            except BaseException:
-                self.close()
-                raise
+    def _letter_topics(self) -> tuple[str | None, str | None]:
+        """(dead-letter topic, retry-letter topic) this consumer needs, if any."""
+        policy = self._dead_letter_policy
+        dlq = None
+        if policy is not None:
+            dlq = policy.dead_letter_topic or f"{self.topic}-{self.subscription}-DLQ"
+        return dlq, self._retry_topic
 
-    def _ensure_topic(self, name: str) -> int:
-        """The id of a dead-letter or retry-letter topic, created (1 partition) when missing."""
-        try:
-            return self._client.admin.get_topic(name).topic_id
-        except errors.TopicNotFoundError:
-            try:
-                return self._client.admin.create_topic(name).topic_id
-            except errors.TopicExistsError:
-                return self._client.admin.get_topic(name).topic_id
+    # -- the face's part ----------------------------------------------------
+
+    def _wake_fetcher(self) -> None:
+        """Interrupt the fetch loop's wait (face-specific)."""
+        raise NotImplementedError
+
+    def _checked_txn(self, txn: object) -> TransactionBase:
+        """``txn`` checked as a transaction of this face (face-specific)."""
+        raise NotImplementedError
 
     # -- receiving ----------------------------------------------------------
 
@@ -383,42 +330,6 @@ class Consumer:
         """The partitions this consumer currently reads (all, unless failover)."""
         with self._cond:
             return sorted(self._assigned)
-
-    def receive(self, timeout: Duration | None = None) -> Message | None:
-        """The next message, waiting up to ``timeout`` (forever when None); None on timeout."""
-        wait = None if timeout is None else parse_duration(timeout, what="timeout")
-        deadline = None if wait is None else time.monotonic() + wait
-        with self._cond:
-            self._check_usable()
-            while not self._deliverable():
-                self._check_usable()
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return None
-                wait = 1.0 if remaining is None else remaining
-                if self._queue:  # the lease may have run out: wait for the heartbeat
-                    wait = min(wait, max(0.001, self._poll_interval / 4))
-                self._cond.wait(wait)
-            message = self._queue.popleft()
-            if len(self._queue) < self._queue_size // 2:
-                self._cond.notify_all()  # room for the fetch thread
-            return message
-
-    def batch_receive(self, max_messages: int = 100, timeout: Duration = "100ms") -> list[Message]:
-        """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
-        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
-            raise errors.InvalidArgumentError(
-                f"max_messages must be a positive int, got {max_messages!r}"
-            )
-        first = self.receive(timeout)
-        if first is None:
-            return []
-        messages = [first]
-        with self._cond:
-            while self._deliverable() and len(messages) < max_messages:
-                messages.append(self._queue.popleft())
-            self._cond.notify_all()
-        return messages
 
     def _deliverable(self) -> bool:
         """A queued message may be handed out (caller holds _cond). On shared
@@ -430,51 +341,47 @@ class Consumer:
             return False
         return not self._shared or time.monotonic() < self._lease_holds_until
 
-    def __iter__(self) -> Consumer:
-        return self
-
-    def __next__(self) -> Message:
-        message = self.receive()
-        assert message is not None
-        return message
+    def _take_messages(self, first: Message, max_messages: int) -> list[Message]:
+        """``first`` and what else may be handed out now, up to ``max_messages``."""
+        messages = [first]
+        with self._cond:
+            while self._deliverable() and len(messages) < max_messages:
+                messages.append(self._queue.popleft())
+            self._cond.notify_all()
+        return messages
 
     # -- acknowledging ------------------------------------------------------
 
-    def acknowledge(
-        self,
-        message: Message | MessageId | Iterable[Message | MessageId],
-        *,
-        txn: Transaction | AttachedTransaction | None = None,
-    ) -> None:
-        """Acknowledge messages individually; durable when this returns. A list
-        spanning partitions is acknowledged atomically. With ``txn``, the acks
-        are pending until the transaction commits (an abort releases them and
-        the messages are delivered again); a message another open transaction
-        holds raises TransactionConflictError."""
+    @staticmethod
+    def _ack_items(message: object) -> list[object]:
         if isinstance(message, Message | MessageId):
-            items: list[object] = [message]
-        elif isinstance(message, Iterable) and not isinstance(message, str | bytes):
-            items = list(message)
-        else:
-            raise errors.InvalidArgumentError(
-                "acknowledge takes a Message, a MessageId or a list of them, "
-                f"not {type(message).__name__}"
-            )
-        if self._retry_consumer is not None:
-            retry_items = [item for item in items if _topic_of(item) == self._retry_topic]
-            if retry_items:
-                self._retry_consumer.acknowledge(
-                    [item for item in retry_items if isinstance(item, Message | MessageId)],
-                    txn=txn,
-                )
-                items = [item for item in items if _topic_of(item) != self._retry_topic]
-                if not items:
-                    return
+            return [message]
+        if isinstance(message, Iterable) and not isinstance(message, str | bytes):
+            return list(message)
+        raise errors.InvalidArgumentError(
+            "acknowledge takes a Message, a MessageId or a list of them, "
+            f"not {type(message).__name__}"
+        )
+
+    def _acknowledge_plan(self, items: list[object], txn: TransactionBase | None) -> Plan[None]:
+        """Individual acks of ``items`` (after the face handled retry-letter and
+        application-transaction acks)."""
         if self._shared:
-            if txn is not None and _attached(txn):
-                raise errors.InvalidArgumentError(_ATTACHED_SHARED)
-            self._acknowledge_shared(items, cast("Transaction | None", txn))
+            yield from self._acknowledge_shared_plan(items, txn)
             return
+        per_partition = self._per_partition(items)
+        self._join(txn)
+        self._note_txn_partitions(txn, per_partition)
+        yield from self._ack_plan(
+            [
+                self._ack_params(partition, txn, offsets=offsets, indexes=indexes, sizes=sizes)
+                for partition, (offsets, indexes, sizes) in sorted(per_partition.items())
+            ]
+        )
+
+    def _per_partition(
+        self, items: list[object]
+    ) -> dict[int, tuple[list[int], list[int], list[int | None]]]:
         per_partition: dict[int, tuple[list[int], list[int], list[int | None]]] = {}
         for item in items:
             message_id, size = self._identify(item)
@@ -482,49 +389,24 @@ class Consumer:
             offsets.append(message_id.offset)
             indexes.append(-1 if size == 1 else message_id.batch_index)
             sizes.append(size)
-        if txn is not None and _attached(txn):
-            # An application transaction (txnq.app_transaction): staged on the
-            # caller's connection, applied when the caller commits.
-            self._check_usable()
-            cast("AttachedTransaction", txn)._acknowledge(self, per_partition)
-            return
-        txn = cast("Transaction | None", txn)
-        self._join(txn)
-        self._note_txn_partitions(txn, per_partition)
-        self._ack(
-            [
-                self._ack_params(partition, txn, offsets=offsets, indexes=indexes, sizes=sizes)
-                for partition, (offsets, indexes, sizes) in sorted(per_partition.items())
-            ]
-        )
+        return per_partition
 
-    def acknowledge_cumulative(
-        self,
-        message: Message | MessageId,
-        *,
-        txn: Transaction | AttachedTransaction | None = None,
-    ) -> None:
-        """Acknowledge this message and every earlier one of its partition (with
-        ``txn``: when the transaction commits). Not on shared and key_shared
-        subscriptions, where messages are acknowledged one by one (as Pulsar)."""
+    def _check_cumulative(self) -> None:
         if self._shared:
             raise errors.InvalidArgumentError(
                 f"cumulative acknowledgement is not possible on a {self.subscription_type} "
                 "subscription (other consumers hold earlier messages): acknowledge messages "
                 "individually with acknowledge()"
             )
-        message_id, size = self._identify(message)
-        if txn is not None and _attached(txn):
-            raise errors.InvalidArgumentError(
-                "a cumulative ack cannot be checked for exactly-once in an application "
-                "transaction: acknowledge the messages individually (acknowledge(list))"
-            )
-        txn = cast("Transaction | None", txn)
+
+    def _cumulative_plan(
+        self, message_id: MessageId, size: int | None, txn: TransactionBase | None
+    ) -> Plan[None]:
         self._join(txn)
         self._note_txn_partitions(txn, [message_id.partition])
         with self._cond:
             generation = self._fetched_generation.get((message_id.partition, message_id.offset))
-        self._ack(
+        yield from self._ack_plan(
             [
                 self._ack_params(
                     message_id.partition,
@@ -542,17 +424,12 @@ class Consumer:
             expected_generation=generation if txn is not None else None,
         )
 
-    def negative_acknowledge(self, message: Message) -> None:
-        """Have the message delivered again after ``negative_ack_redelivery_delay``
-        (or the ``negative_ack_backoff`` delay for its redelivery count). On
-        shared and key_shared subscriptions any consumer may get it then."""
+    def _nack_plan(self, message: object) -> Plan[None]:
+        """Negative acknowledgement (after the face handled retry-letter messages)."""
         if not isinstance(message, Message):
             raise errors.InvalidArgumentError(
                 f"negative_acknowledge takes a received Message, not {type(message).__name__}"
             )
-        if self._retry_consumer is not None and message.message_id.topic == self._retry_topic:
-            self._retry_consumer.negative_acknowledge(message)
-            return
         self._check_message_topic(message.message_id)
         if self._shared:
             self._check_usable()
@@ -562,17 +439,19 @@ class Consumer:
                 else self._backoff.delay(message.redelivery_count)
             )
             message_id = message.message_id
-            self._ack_call(
-                "nack_shared",
-                {
-                    "topic_id": self._topic_id,
-                    "partition": message_id.partition,
-                    "subscription_id": self.subscription_id,
-                    "consumer_id": self.consumer_id,
-                    "offsets": [message_id.offset],
-                    "batch_indexes": [message_id.batch_index],
-                    "delays": [delay],
-                },
+            yield from retried_once(
+                Call(
+                    "nack_shared",
+                    {
+                        "topic_id": self._topic_id,
+                        "partition": message_id.partition,
+                        "subscription_id": self.subscription_id,
+                        "consumer_id": self.consumer_id,
+                        "offsets": [message_id.offset],
+                        "batch_indexes": [message_id.batch_index],
+                        "delays": [delay],
+                    },
+                )
             )
             return
         with self._cond:
@@ -582,63 +461,9 @@ class Consumer:
             )
             self._cond.notify_all()
 
-    def reconsume_later(self, message: Message, delay: Duration) -> None:
-        """Pulsar's reconsumeLater: acknowledge ``message`` and send a copy to the
-        retry-letter topic, delivered to this subscription again after
-        ``delay`` (properties RECONSUMETIMES, REAL_TOPIC, ORIGIN_MESSAGE_ID,
-        DELAY_TIME added). Past ``max_redeliver_count`` reconsumptions the
-        copy goes to the dead-letter topic instead. Both happen in one txnq
-        transaction: never lost, never twice. Needs ``retry_enable=True``."""
-        if self._retry_parent is not None:
-            self._retry_parent.reconsume_later(message, delay)
-            return
-        if self._retry_topic is None:
-            raise errors.InvalidArgumentError(
-                "reconsume_later needs a consumer subscribed with retry_enable=True"
-            )
-        if not isinstance(message, Message):
-            raise errors.InvalidArgumentError(
-                f"reconsume_later takes a received Message, not {type(message).__name__}"
-            )
-        seconds = parse_duration(delay, what="delay")
-        owner = self
-        if message.message_id.topic == self._retry_topic:
-            assert self._retry_consumer is not None
-            owner = self._retry_consumer
-        else:
-            self._check_message_topic(message.message_id)
-        properties = dict(message.properties)
-        times = int(properties.get("RECONSUMETIMES", "0")) + 1
-        properties.setdefault("REAL_TOPIC", self.topic)
-        properties.setdefault("ORIGIN_MESSAGE_ID", str(message.message_id))
-        properties["RECONSUMETIMES"] = str(times)
-        properties["DELAY_TIME"] = str(int(seconds * 1000))
-        policy = self._dead_letter_policy
-        to_dead_letters = policy is not None and times > policy.max_redeliver_count
-        target = self._retry_topic
-        if to_dead_letters:
-            assert policy is not None
-            target = policy.dead_letter_topic or f"{self.topic}-{self.subscription}-DLQ"
-            properties["DEAD_LETTER_REASON"] = (
-                f"reconsumed {times} times, more than max_redeliver_count "
-                f"{policy.max_redeliver_count} allows"
-            )
-        producer = self._letter_producers.get(target)
-        if producer is None:
-            producer = self._client.producer(target)
-            self._letter_producers[target] = producer
-        with self._client.new_transaction() as txn:
-            producer.send(
-                message.value,
-                key=message.key_bytes,
-                properties=properties,
-                event_time=message.event_time,
-                txn=txn,
-                deliver_after=None if to_dead_letters or seconds == 0 else seconds,
-            )
-            owner.acknowledge(message, txn=txn)
-
-    def _acknowledge_shared(self, items: list[object], txn: Transaction | None) -> None:
+    def _acknowledge_shared_plan(
+        self, items: list[object], txn: TransactionBase | None
+    ) -> Plan[None]:
         """ack_shared_v1 per partition; several run in one PostgreSQL transaction."""
         per_partition: dict[int, tuple[list[int], list[int]]] = {}
         for item in items:
@@ -648,32 +473,23 @@ class Consumer:
             indexes.append(message_id.batch_index)
         self._join(txn)
         calls = [
-            {
-                "topic_id": self._topic_id,
-                "partition": partition,
-                "subscription_id": self.subscription_id,
-                "offsets": offsets,
-                "batch_indexes": indexes,
-                "txn_tc": None if txn is None else txn.txn_id.tc_id,
-                "txn_seq": None if txn is None else txn.txn_id.seq,
-            }
+            Call(
+                "ack_shared",
+                {
+                    "topic_id": self._topic_id,
+                    "partition": partition,
+                    "subscription_id": self.subscription_id,
+                    "offsets": offsets,
+                    "batch_indexes": indexes,
+                    "txn_tc": None if txn is None else txn.txn_id.tc_id,
+                    "txn_seq": None if txn is None else txn.txn_id.seq,
+                },
+                "none",
+            )
             for partition, (offsets, indexes) in sorted(per_partition.items())
         ]
-        with self._ack_lock:
-            for attempt in (1, 2):
-                try:
-                    with translated_errors():
-                        conn = self._ack_proxy.driver_connection
-                        with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
-                            for call in calls:
-                                conn.execute(QUERIES["ack_shared"], call)
-                    return
-                except psycopg.OperationalError:
-                    # Acks are idempotent: reconnect and try once more.
-                    if attempt == 2:
-                        raise
-                    self._ack_proxy.invalidate()
-                    self._ack_proxy = self._client.checkout()
+        # Acks are idempotent: on a lost connection, reconnect and try once more.
+        yield from retried_once(calls[0] if len(calls) == 1 else Batch(calls, atomic=True))
 
     def _identify(self, item: object) -> tuple[MessageId, int | None]:
         """The message id and its entry's batch size (None: unknown, the server looks it up)."""
@@ -695,18 +511,16 @@ class Consumer:
                 f"message {message_id} is not from topic {self.topic!r} of this consumer"
             )
 
-    def _join(self, txn: Transaction | None) -> None:
+    def _join(self, txn: TransactionBase | None) -> None:
         self._check_usable()
         if txn is None:
             return
-        from txnq.transaction import Transaction
-
-        Transaction.checked(txn, self._client)._join_consumer(self)
+        self._checked_txn(txn)._join_consumer(self)
 
     def _ack_params(
         self,
         partition: int,
-        txn: Transaction | None,
+        txn: TransactionBase | None,
         *,
         cumulative: int | None = None,
         cumulative_batch: tuple[int | None, int | None] = (None, None),
@@ -728,27 +542,21 @@ class Consumer:
             "txn_seq": None if txn is None else txn.txn_id.seq,
         }
 
-    def _ack(self, calls: list[dict[str, Any]], expected_generation: int | None = None) -> None:
+    def _ack_plan(
+        self, calls: list[dict[str, Any]], expected_generation: int | None = None
+    ) -> Plan[None]:
         """One ack_v2 call per partition; several run in one PostgreSQL
         transaction (cursor rows locked in partition order), so a list of
         messages is acknowledged all or nothing."""
-        with self._ack_lock:
-            for attempt in (1, 2):
-                try:
-                    with translated_errors():
-                        conn = self._ack_connection()
-                        in_one = len(calls) > 1 or expected_generation is not None
-                        with conn.transaction() if in_one else contextlib.nullcontext():
-                            marks = [conn.execute(QUERIES["ack"], c).fetchone()[0] for c in calls]
-                            if expected_generation is not None:
-                                self._check_generation(conn, calls[0], expected_generation)
-                    break
-                except psycopg.OperationalError:
-                    # Acks are idempotent: reconnect and try once more.
-                    if attempt == 2:
-                        raise
-                    self._ack_proxy.invalidate()
-                    self._ack_connection()
+        steps = [Call("ack", call, "value") for call in calls]
+        if expected_generation is not None:
+            steps.append(Call("cursor_generation", calls[0], "value"))
+            check = self._generation_check(calls[0], expected_generation)
+            marks = (yield from retried_once(Batch(steps, atomic=True, check=check)))[:-1]
+        elif len(steps) > 1:
+            marks = yield from retried_once(Batch(steps, atomic=True))
+        else:
+            marks = [(yield from retried_once(steps[0]))]
         with self._cond:
             for call, mark_delete in zip(calls, marks, strict=True):
                 partition = call["partition"]
@@ -761,17 +569,20 @@ class Consumer:
                 ]:
                     del self._fetched_generation[key]
 
-    def _check_generation(self, conn: Any, call: dict[str, Any], expected: int) -> None:
-        row = conn.execute(QUERIES["cursor_generation"], call).fetchone()
-        if row is not None and row[0] != expected:
-            # Raised inside the PostgreSQL transaction: the ack is rolled back.
-            raise errors.TransactionConflictError(
-                f"partition {call['partition']} of subscription {self.subscription!r} was "
-                "rewound after this message was delivered (a transaction that held earlier "
-                "messages aborted): this cumulative acknowledgement would cover messages "
-                f"this consumer has not processed. Abort transaction {call['txn_tc']}:"
-                f"{call['txn_seq']}; the messages are delivered again"
-            )
+    def _generation_check(self, call: dict[str, Any], expected: int) -> Callable[[list[Any]], None]:
+        def check(results: list[Any]) -> None:
+            found = results[-1]
+            if found is not None and found != expected:
+                # Raised inside the PostgreSQL transaction: the ack is rolled back.
+                raise errors.TransactionConflictError(
+                    f"partition {call['partition']} of subscription {self.subscription!r} was "
+                    "rewound after this message was delivered (a transaction that held earlier "
+                    "messages aborted): this cumulative acknowledgement would cover messages "
+                    f"this consumer has not processed. Abort transaction {call['txn_tc']}:"
+                    f"{call['txn_seq']}; the messages are delivered again"
+                )
+
+        return check
 
     def _rewind(self, partitions: Iterable[int]) -> None:
         """Deliver again what was not acknowledged on these partitions: the read
@@ -797,19 +608,7 @@ class Consumer:
         self._cond.notify_all()
         return True
 
-    def process(
-        self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
-    ) -> Iterator[Message]:
-        """Exactly-once processing: ``for msg in consumer.process(conn): ...``
-        commits each batch's acks in one PostgreSQL transaction with what the
-        loop body wrote on ``conn``; see :func:`txnq.app_transaction.process`."""
-        from txnq.app_transaction import process
-
-        if self._shared:
-            raise errors.InvalidArgumentError(_ATTACHED_SHARED)
-        return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
-
-    def _note_txn_partitions(self, txn: Transaction | None, partitions: Iterable[int]) -> None:
+    def _note_txn_partitions(self, txn: TransactionBase | None, partitions: Iterable[int]) -> None:
         """Remember the partitions acknowledged (or tried) in ``txn``, before the ack."""
         if txn is None:
             return
@@ -831,13 +630,11 @@ class Consumer:
                 return
         self._wake_fetcher()
 
-    # -- seeking and unsubscribing -----------------------------------------
+    # -- seeking, unsubscribing, leaving ------------------------------------
 
-    def seek(self, target: MessageId | int | datetime | str, partition: int | None = None) -> None:
-        """Move the subscription so that the next message delivered is ``target``:
-        a MessageId (its partition), an offset (on ``partition``, or on every
-        partition), a publish time (datetime), or "earliest"/"latest".
-        Individually acknowledged messages after the position are delivered again."""
+    def _seek_plan(
+        self, target: MessageId | int | datetime | str, partition: int | None
+    ) -> Plan[None]:
         offset: int | None
         when: datetime | None
         if isinstance(target, MessageId):
@@ -859,15 +656,17 @@ class Consumer:
             else:
                 partitions = list(range(self._topic.partitions))
         for p in partitions:
-            self._ack_call(
-                "seek",
-                {
-                    "topic_id": self._topic_id,
-                    "partition": p,
-                    "subscription_id": self.subscription_id,
-                    "offset": offset,
-                    "time": when,
-                },
+            yield from retried_once(
+                Call(
+                    "seek",
+                    {
+                        "topic_id": self._topic_id,
+                        "partition": p,
+                        "subscription_id": self.subscription_id,
+                        "offset": offset,
+                        "time": when,
+                    },
+                )
             )
         with self._cond:
             for p in partitions:
@@ -877,63 +676,43 @@ class Consumer:
         if self._shared:
             # Claims this consumer made after the seek but dropped from its queue
             # just now must not stay held: give everything it holds back.
-            self._ack_call(
-                "release_claims",
-                {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
-            )
-        self._wake_fetcher()
-
-    def unsubscribe(self) -> None:
-        """Delete the subscription (refused while other consumers are connected), then close."""
-        self._ack_call(
-            "unsubscribe",
-            {
-                "subscription_id": self.subscription_id,
-                "except_consumer_id": self.consumer_id,
-                "force": False,
-            },
-        )
-        self.close()
-
-    # -- life cycle ---------------------------------------------------------
-
-    def close(self) -> None:
-        """Leave the subscription: unacknowledged messages go to the next consumer."""
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            if self._retry_parent is None:
-                self._queue.clear()  # redelivered to the next consumer, never handed out here
-            self._cond.notify_all()
-        self._wake_fetcher()
-        self._thread.join(timeout=self._poll_interval + 5)
-        retry_consumer = getattr(self, "_retry_consumer", None)
-        if retry_consumer is not None:
-            retry_consumer.close()
-        for producer in getattr(self, "_letter_producers", {}).values():
-            producer.close()
-        try:
-            if self._shared:
-                # What this consumer holds goes to the others now, not after its lease.
-                self._ack_call(
+            yield from retried_once(
+                Call(
                     "release_claims",
                     {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
                 )
-            self._ack_call(
-                "close_consumer", {"consumer_id": self.consumer_id, "topic_id": self._topic_id}
+            )
+
+    def _unsubscribe_plan(self) -> Plan[None]:
+        yield from retried_once(
+            Call(
+                "unsubscribe",
+                {
+                    "subscription_id": self.subscription_id,
+                    "except_consumer_id": self.consumer_id,
+                    "force": False,
+                },
+            )
+        )
+
+    def _leave_plan(self) -> Plan[None]:
+        """Release what this consumer holds and unregister it (best effort)."""
+        try:
+            if self._shared:
+                # What this consumer holds goes to the others now, not after its lease.
+                yield from retried_once(
+                    Call(
+                        "release_claims",
+                        {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
+                    )
+                )
+            yield from retried_once(
+                Call(
+                    "close_consumer", {"consumer_id": self.consumer_id, "topic_id": self._topic_id}
+                )
             )
         except (psycopg.Error, errors.TxnqError):
             pass  # the lease runs out by itself
-        self._ack_proxy.close()
-        self._fetch_conn.close()
-        self._client._forget(self)
-
-    def __enter__(self) -> Consumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _check_usable(self) -> None:
         if self._failure is not None:
@@ -941,53 +720,28 @@ class Consumer:
         if self._closed:
             raise errors.ClosedError(f"consumer {self.name!r} is closed")
 
-    def _ack_call(self, name: str, params: dict[str, Any]) -> Any:
-        """Run a named query on the caller-side connection; return the first column."""
-        with self._ack_lock:
-            for attempt in (1, 2):
-                try:
-                    with translated_errors():
-                        cur = self._ack_connection().execute(QUERIES[name], params)
-                        row = cur.fetchone() if cur.description else None
-                        return None if row is None else row[0]
-                except psycopg.OperationalError:
-                    # Acks and seeks are idempotent: reconnect and try once more.
-                    if attempt == 2:
-                        raise
-                    self._ack_proxy.invalidate()
-                    self._ack_connection()
-        return None
+    # -- the fetch loop -----------------------------------------------------
 
-    def _ack_connection(self) -> Any:
-        """The ack connection; checked out anew when it was invalidated (a lost
-        connection) and an earlier reconnect failed, e.g. while PostgreSQL
-        restarted. A server still away raises ServerUnavailableError, and the
-        next call tries again: the consumer stays usable (found by the chaos
-        copier, whose consumers failed with AttributeError after a restart)."""
-        conn = self._ack_proxy.driver_connection
-        if conn is None:
-            try:
-                self._ack_proxy = self._client.checkout()
-            except psycopg.OperationalError as exc:
-                raise errors.ServerUnavailableError(
-                    f"PostgreSQL is unavailable ({exc}); the call changed nothing: retry it "
-                    "when the server is back"
-                ) from exc
-            conn = self._ack_proxy.driver_connection
-        return conn
+    def _subscribe_plan(self) -> Plan[None]:
+        """Create or join the subscription and register this consumer."""
+        self.subscription_id: int = yield from retried_once(
+            Call(
+                "subscribe",
+                {
+                    "topic_id": self._topic_id,
+                    "name": self.subscription,
+                    "subscription_type": self.subscription_type,
+                    "isolation": self.isolation,
+                    "initial_position": self._initial_position,
+                },
+                "value",
+            )
+        )
+        self.consumer_id: int = yield from self._register_plan()
 
-    def _wake_fetcher(self) -> None:
-        try:
-            with self._ack_lock:
-                self._ack_connection().execute("SELECT pg_notify(%s, '')", (self._channel,))
-        except (psycopg.Error, errors.ServerUnavailableError):
-            pass  # the fetch thread polls anyway
-
-    # -- the fetch thread ---------------------------------------------------
-
-    def _register(self) -> int:
-        return int(
-            self._ack_call(
+    def _register_plan(self) -> Plan[int]:
+        consumer_id = yield from retried_once(
+            Call(
                 "register_consumer",
                 {
                     "subscription_id": self.subscription_id,
@@ -995,63 +749,62 @@ class Consumer:
                     "priority": self._priority,
                     "lease_seconds": self._lease,
                 },
+                "value",
             )
         )
+        return int(consumer_id)
 
-    def _run(self) -> None:
+    def _run_plan(self) -> Plan[None]:
+        """The fetch thread's (or task's) loop: heartbeats, fetching or claiming
+        into the receive queue, waiting for data; ends when closed or failed."""
         while True:
             with self._cond:
                 if self._closed:
                     return
             try:
                 if time.monotonic() >= self._heartbeat_due:
-                    self._heartbeat()
+                    yield from self._heartbeat_plan()
                 if not self._shared:
                     self._release_nacked()
                 if not self._has_room():
-                    with self._cond:
-                        self._cond.wait(min(self._poll_interval, self._lease / 3))
+                    yield WaitRoom(min(self._poll_interval, self._lease / 3))
                     continue
-                if (self._claim_round() if self._shared else self._fetch_round()) == 0:
-                    self._wait_for_data()
+                queued = yield from (
+                    self._claim_round_plan() if self._shared else self._fetch_round_plan()
+                )
+                if queued == 0:
+                    yield from self._wait_for_data_plan()
             except errors.TxnqError as exc:
                 with self._cond:
                     self._failure = exc
                     self._cond.notify_all()
                 return
             except psycopg.OperationalError:
-                self._reconnect_fetch()
+                yield from self._reconnect_fetch_plan()
 
-    def _reconnect_fetch(self) -> None:
-        time.sleep(min(self._poll_interval, 1.0))
+    def _reconnect_fetch_plan(self) -> Plan[None]:
+        yield Sleep(min(self._poll_interval, 1.0))
         try:
-            self._fetch_conn.close()
-            self._fetch_conn = connect(
-                self._client.dsn, application_name=f"txnq-consumer-{self.name}"
-            )
-            self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
-            with self._cond:
-                for p in list(self._assigned):
-                    self._forget_partition(p)
-                self._assigned.clear()
-            self._heartbeat_due = 0.0
+            yield Reconnect()
         except (psycopg.Error, errors.TxnqError):
-            pass  # tried again on the next loop
+            return  # tried again on the next loop
+        with self._cond:
+            for p in list(self._assigned):
+                self._forget_partition(p)
+            self._assigned.clear()
+        self._heartbeat_due = 0.0
 
     def _has_room(self) -> bool:
         with self._cond:
             return len(self._queue) < self._queue_size
 
-    def _heartbeat(self) -> None:
+    def _heartbeat_plan(self) -> Plan[None]:
         """Renew the lease; recompute the assignment; follow cursor resets."""
         sent = time.monotonic()
         self._heartbeat_due = sent + self._lease / 3
+        beat = {"consumer_id": self.consumer_id, "lease_seconds": self._lease}
         try:
-            with translated_errors():
-                members = self._fetch_conn.execute(
-                    QUERIES["heartbeat_consumer"],
-                    {"consumer_id": self.consumer_id, "lease_seconds": self._lease},
-                ).fetchall()
+            members = yield Call("heartbeat_consumer", beat, "all")
         except errors.ConsumerExpiredError:
             # The lease ran out (e.g. a long pause): start a new session. For an
             # exclusive subscription somebody else may have taken over meanwhile;
@@ -1061,25 +814,28 @@ class Consumer:
                     self._forget_partition(p)
                 self._assigned.clear()
             sent = time.monotonic()
-            self.consumer_id = self._register()
-            members = self._fetch_conn.execute(
-                QUERIES["heartbeat_consumer"],
+            self.consumer_id = yield from self._register_plan()
+            members = yield Call(
+                "heartbeat_consumer",
                 {"consumer_id": self.consumer_id, "lease_seconds": self._lease},
-            ).fetchall()
+                "all",
+            )
         with self._cond:
             self._lease_holds_until = sent + self._lease
             self._cond.notify_all()
         if self._shared:
             # Liveness: claims of consumers whose lease ran out go back to waiting.
-            self._fetch_conn.execute(
-                QUERIES["release_claims"],
+            yield Call(
+                "release_claims",
                 {"subscription_id": self.subscription_id, "consumer_id": None},
+                "none",
             )
         ids = [row[0] for row in members]
-        cursors = self._fetch_conn.execute(
-            QUERIES["cursor_positions"],
+        cursors = yield Call(
+            "cursor_positions",
             {"topic_id": self._topic_id, "subscription_id": self.subscription_id},
-        ).fetchall()
+            "all",
+        )
         # Partitions added to the topic come with cursors: follow them (as Pulsar's
         # autoUpdatePartitions), at the latest one heartbeat after they appear.
         partitions = max([self._topic.partitions, *(row[0] + 1 for row in cursors)])
@@ -1142,7 +898,7 @@ class Consumer:
                 self._queue.appendleft(again)
                 self._cond.notify_all()
 
-    def _fetch_round(self) -> int:
+    def _fetch_round_plan(self) -> Plan[int]:
         """Fetch every assigned partition once, in one round trip; returns messages queued."""
         with self._cond:
             room = self._queue_size - len(self._queue)
@@ -1154,12 +910,10 @@ class Consumer:
         if not plan or room <= 0:
             return 0
         max_entries = max(1, min(500, room))
-        cursors: list[tuple[int, int, psycopg.Cursor[Any]]] = []
-        with self._fetch_conn.pipeline():
-            for partition, after, epoch in plan:
-                cur = self._fetch_conn.cursor(binary=True)
-                cur.execute(
-                    QUERIES["fetch"],
+        results = yield Batch(
+            [
+                Call(
+                    "fetch",
                     {
                         "topic_id": self._topic_id,
                         "partition": partition,
@@ -1168,45 +922,41 @@ class Consumer:
                         "max_entries": max_entries,
                         "max_bytes": FETCH_MAX_BYTES,
                     },
+                    "all",
+                    binary=True,
                 )
-                cursors.append((partition, epoch, cur))
+                for partition, after, _ in plan
+            ],
+            pipeline=True,
+        )
         queued = 0
-        for partition, epoch, cur in cursors:
-            try:
-                rows = cur.fetchall()
-            except psycopg.Error as exc:
-                mapped = translate(exc)
-                if mapped is not None:
-                    raise mapped from None
-                raise
+        for (partition, _, epoch), rows in zip(plan, results, strict=True):
             if rows:
                 queued += self._enqueue(partition, epoch, rows)
         return queued
 
-    def _claim_round(self) -> int:
+    def _claim_round_plan(self) -> Plan[int]:
         """Claim messages for a shared or key_shared subscription (one claim_v1 call)."""
         with self._cond:
             room = self._queue_size - len(self._queue)
         if room <= 0:
             return 0
         policy = self._dead_letter_policy
-        cur = self._fetch_conn.cursor(binary=True)
         try:
-            with translated_errors():
-                rows = cur.execute(
-                    QUERIES["claim"],
-                    {
-                        "topic_id": self._topic_id,
-                        "subscription_id": self.subscription_id,
-                        "consumer_id": self.consumer_id,
-                        "max_messages": min(room, CLAIM_MAX_MESSAGES),
-                        "ack_timeout_seconds": self._ack_timeout,
-                        "max_redeliver_count": None
-                        if policy is None
-                        else policy.max_redeliver_count,
-                        "dead_letter_topic_id": self._dead_letter_topic_id,
-                    },
-                ).fetchall()
+            rows = yield Call(
+                "claim",
+                {
+                    "topic_id": self._topic_id,
+                    "subscription_id": self.subscription_id,
+                    "consumer_id": self.consumer_id,
+                    "max_messages": min(room, CLAIM_MAX_MESSAGES),
+                    "ack_timeout_seconds": self._ack_timeout,
+                    "max_redeliver_count": None if policy is None else policy.max_redeliver_count,
+                    "dead_letter_topic_id": self._dead_letter_topic_id,
+                },
+                "all",
+                binary=True,
+            )
         except errors.ConsumerExpiredError:
             self._heartbeat_due = 0.0  # re-register on the next loop
             return 0
@@ -1298,7 +1048,7 @@ class Consumer:
             self._cond.notify_all()
         return len(messages)
 
-    def _wait_for_data(self) -> None:
+    def _wait_for_data_plan(self) -> Plan[None]:
         """Register as a waiter, look once more (no lost wake-up), then wait for a
         NOTIFY, the next heartbeat, a nack coming due, or the poll interval."""
         with self._cond:
@@ -1308,26 +1058,434 @@ class Consumer:
                 timeout = min(timeout, max(0.0, self._nacked[0][0] - time.monotonic()))
         if self._shared:
             # Nacked, timed-out and delayed messages come back without a NOTIFY.
-            due = self._fetch_conn.execute(
-                QUERIES["next_visible_claim"], {"subscription_id": self.subscription_id}
-            ).fetchone()
+            due = yield Call("next_visible_claim", {"subscription_id": self.subscription_id})
             if due is not None and due[0] is not None:
                 timeout = min(timeout, max(0.0, float(due[0])) + 0.005)
             if timeout <= 0:
                 return
         if partitions:
-            self._fetch_conn.execute(
-                QUERIES["register_waiters"],
+            yield Call(
+                "register_waiters",
                 {
                     "topic_id": self._topic_id,
                     "consumer_id": self.consumer_id,
                     "partitions": partitions,
                 },
+                "none",
             )
-            if (self._claim_round() if self._shared else self._fetch_round()) > 0:
+            queued = yield from (
+                self._claim_round_plan() if self._shared else self._fetch_round_plan()
+            )
+            if queued > 0:
                 return
+        yield Listen(timeout)
+
+
+class Consumer(ConsumerBase):
+    """Receives messages from one subscription. Create with ``client.subscribe``.
+
+    Options: ``initial_position`` ("latest" or "earliest"; where a new
+    subscription starts), ``isolation`` ("read_committed" or
+    "read_uncommitted"), ``consumer_name``, ``priority`` (failover order, lower
+    first), ``receiver_queue_size`` (messages prefetched, 1000),
+    ``negative_ack_redelivery_delay`` ("1m"), ``lease`` (CONSUMER_LEASE_SECONDS),
+    ``poll_interval`` (POLL_INTERVAL_SECONDS). Shared and key_shared only:
+    ``ack_timeout`` (None: off; a message not acknowledged this long after it
+    was claimed is delivered again), ``negative_ack_backoff`` (a
+    :class:`Backoff`; replaces the fixed nack delay), ``dead_letter_policy``
+    (a :class:`DeadLetterPolicy`), ``retry_enable`` (read the retry-letter
+    topic too, for ``reconsume_later``).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        topic: str,
+        subscription: str,
+        subscription_type: str = "exclusive",
+        *,
+        initial_position: str = "latest",
+        isolation: str = "read_committed",
+        consumer_name: str | None = None,
+        priority: int = 0,
+        receiver_queue_size: int = 1000,
+        negative_ack_redelivery_delay: Duration = "1m",
+        lease: Duration | None = None,
+        poll_interval: Duration | None = None,
+        ack_timeout: Duration | None = None,
+        negative_ack_backoff: Backoff | None = None,
+        dead_letter_policy: DeadLetterPolicy | None = None,
+        retry_enable: bool = False,
+        _retry_parent: Consumer | None = None,
+    ) -> None:
+        self._client = client
+        self._configure(
+            client.settings,
+            client.admin.get_topic(topic),
+            subscription,
+            subscription_type,
+            initial_position=initial_position,
+            isolation=isolation,
+            consumer_name=consumer_name,
+            priority=priority,
+            receiver_queue_size=receiver_queue_size,
+            negative_ack_redelivery_delay=negative_ack_redelivery_delay,
+            lease=lease,
+            poll_interval=poll_interval,
+            ack_timeout=ack_timeout,
+            negative_ack_backoff=negative_ack_backoff,
+            dead_letter_policy=dead_letter_policy,
+            retry_enable=retry_enable,
+        )
+        self._retry_parent = _retry_parent
+        if dead_letter_policy is not None or retry_enable:
+            policy = dead_letter_policy or DeadLetterPolicy(max_redeliver_count=16)
+            if dead_letter_policy is not None:
+                dlq = policy.dead_letter_topic or f"{self.topic}-{self.subscription}-DLQ"
+                self._dead_letter_topic_id = _ensure_topic(client.admin, dlq)
+            if retry_enable:
+                self._retry_topic = (
+                    policy.retry_letter_topic or f"{self.topic}-{self.subscription}-RETRY"
+                )
+                _ensure_topic(client.admin, self._retry_topic)
+
+        # State shared by the fetch thread and the caller, guarded by _cond. A
+        # retry-letter consumer delivers into its parent's receive queue.
+        self._cond = threading.Condition() if _retry_parent is None else _retry_parent._cond
+        self._queue = deque() if _retry_parent is None else _retry_parent._queue
+
+        self._ack_lock = threading.Lock()
+        self._ack_proxy: Any = client.checkout()
+        self._ack_io = SyncIO(self._ack_connection, self._ack_reconnect)
+        self._fetch_conn = connect(client.dsn, application_name=f"txnq-consumer-{self.name}")
+        self._fetch_io = SyncIO(
+            lambda: self._fetch_conn, self._reopen_fetch_conn, self._listen, self._wait_room
+        )
+        try:
+            with self._ack_lock:
+                run(self._subscribe_plan(), self._ack_io)
+            self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+            run(self._heartbeat_plan(), self._fetch_io)
+        except BaseException:
+            self._fetch_conn.close()
+            self._ack_proxy.close()
+            raise
+        self._thread = threading.Thread(
+            target=run,
+            args=(self._run_plan(), self._fetch_io),
+            name=f"txnq-consumer-{self.name}",
+            daemon=True,
+        )
+        self._thread.start()
+        self._retry_consumer: Consumer | None = None
+        self._letter_producers: dict[str, Producer] = {}
+        if self._retry_topic is not None:
+            try:
+                self._retry_consumer = Consumer(
+                    client,
+                    self._retry_topic,
+                    self.subscription,
+                    subscription_type,
+                    initial_position="earliest",
+                    isolation=isolation,
+                    consumer_name=f"{self.name}-retry"[:200],
+                    priority=priority,
+                    receiver_queue_size=receiver_queue_size,
+                    negative_ack_redelivery_delay=negative_ack_redelivery_delay,
+                    lease=self._lease,
+                    poll_interval=self._poll_interval,
+                    ack_timeout=ack_timeout,
+                    negative_ack_backoff=negative_ack_backoff,
+                    dead_letter_policy=dead_letter_policy,
+                    _retry_parent=self,
+                )
+            except BaseException:
+                self.close()
+                raise
+
+    # -- receiving ----------------------------------------------------------
+
+    def receive(self, timeout: Duration | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` (forever when None); None on timeout."""
+        wait = None if timeout is None else parse_duration(timeout, what="timeout")
+        deadline = None if wait is None else time.monotonic() + wait
+        with self._cond:
+            self._check_usable()
+            while not self._deliverable():
+                self._check_usable()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                wait = 1.0 if remaining is None else remaining
+                if self._queue:  # the lease may have run out: wait for the heartbeat
+                    wait = min(wait, max(0.001, self._poll_interval / 4))
+                self._cond.wait(wait)
+            message = self._queue.popleft()
+            if len(self._queue) < self._queue_size // 2:
+                self._cond.notify_all()  # room for the fetch thread
+            return message
+
+    def batch_receive(self, max_messages: int = 100, timeout: Duration = "100ms") -> list[Message]:
+        """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
+            raise errors.InvalidArgumentError(
+                f"max_messages must be a positive int, got {max_messages!r}"
+            )
+        first = self.receive(timeout)
+        if first is None:
+            return []
+        return self._take_messages(first, max_messages)
+
+    def __iter__(self) -> Consumer:
+        return self
+
+    def __next__(self) -> Message:
+        message = self.receive()
+        assert message is not None
+        return message
+
+    # -- acknowledging ------------------------------------------------------
+
+    def acknowledge(
+        self,
+        message: Message | MessageId | Iterable[Message | MessageId],
+        *,
+        txn: Transaction | AttachedTransaction | None = None,
+    ) -> None:
+        """Acknowledge messages individually; durable when this returns. A list
+        spanning partitions is acknowledged atomically. With ``txn``, the acks
+        are pending until the transaction commits (an abort releases them and
+        the messages are delivered again); a message another open transaction
+        holds raises TransactionConflictError."""
+        items = self._ack_items(message)
+        if self._retry_consumer is not None:
+            retry_items = [item for item in items if _topic_of(item) == self._retry_topic]
+            if retry_items:
+                self._retry_consumer.acknowledge(
+                    [item for item in retry_items if isinstance(item, Message | MessageId)],
+                    txn=txn,
+                )
+                items = [item for item in items if _topic_of(item) != self._retry_topic]
+                if not items:
+                    return
+        if txn is not None and _attached(txn):
+            if self._shared:
+                raise errors.InvalidArgumentError(_ATTACHED_SHARED)
+            # An application transaction (txnq.app_transaction): staged on the
+            # caller's connection, applied when the caller commits.
+            per_partition = self._per_partition(items)
+            self._check_usable()
+            cast("AttachedTransaction", txn)._acknowledge(self, per_partition)
+            return
+        self._run_ack(self._acknowledge_plan(items, cast("Transaction | None", txn)))
+
+    def acknowledge_cumulative(
+        self,
+        message: Message | MessageId,
+        *,
+        txn: Transaction | AttachedTransaction | None = None,
+    ) -> None:
+        """Acknowledge this message and every earlier one of its partition (with
+        ``txn``: when the transaction commits). Not on shared and key_shared
+        subscriptions, where messages are acknowledged one by one (as Pulsar)."""
+        self._check_cumulative()
+        message_id, size = self._identify(message)
+        if txn is not None and _attached(txn):
+            raise errors.InvalidArgumentError(
+                "a cumulative ack cannot be checked for exactly-once in an application "
+                "transaction: acknowledge the messages individually (acknowledge(list))"
+            )
+        self._run_ack(self._cumulative_plan(message_id, size, cast("Transaction | None", txn)))
+
+    def negative_acknowledge(self, message: Message) -> None:
+        """Have the message delivered again after ``negative_ack_redelivery_delay``
+        (or the ``negative_ack_backoff`` delay for its redelivery count). On
+        shared and key_shared subscriptions any consumer may get it then."""
+        if (
+            self._retry_consumer is not None
+            and isinstance(message, Message)
+            and message.message_id.topic == self._retry_topic
+        ):
+            self._retry_consumer.negative_acknowledge(message)
+            return
+        self._run_ack(self._nack_plan(message))
+
+    def reconsume_later(self, message: Message, delay: Duration) -> None:
+        """Pulsar's reconsumeLater: acknowledge ``message`` and send a copy to the
+        retry-letter topic, delivered to this subscription again after
+        ``delay`` (properties RECONSUMETIMES, REAL_TOPIC, ORIGIN_MESSAGE_ID,
+        DELAY_TIME added). Past ``max_redeliver_count`` reconsumptions the
+        copy goes to the dead-letter topic instead. Both happen in one txnq
+        transaction: never lost, never twice. Needs ``retry_enable=True``."""
+        if self._retry_parent is not None:
+            self._retry_parent.reconsume_later(message, delay)
+            return
+        if self._retry_topic is None:
+            raise errors.InvalidArgumentError(
+                "reconsume_later needs a consumer subscribed with retry_enable=True"
+            )
+        if not isinstance(message, Message):
+            raise errors.InvalidArgumentError(
+                f"reconsume_later takes a received Message, not {type(message).__name__}"
+            )
+        seconds = parse_duration(delay, what="delay")
+        owner = self
+        if message.message_id.topic == self._retry_topic:
+            assert self._retry_consumer is not None
+            owner = self._retry_consumer
+        else:
+            self._check_message_topic(message.message_id)
+        properties = dict(message.properties)
+        times = int(properties.get("RECONSUMETIMES", "0")) + 1
+        properties.setdefault("REAL_TOPIC", self.topic)
+        properties.setdefault("ORIGIN_MESSAGE_ID", str(message.message_id))
+        properties["RECONSUMETIMES"] = str(times)
+        properties["DELAY_TIME"] = str(int(seconds * 1000))
+        policy = self._dead_letter_policy
+        to_dead_letters = policy is not None and times > policy.max_redeliver_count
+        target = self._retry_topic
+        if to_dead_letters:
+            assert policy is not None
+            target = policy.dead_letter_topic or f"{self.topic}-{self.subscription}-DLQ"
+            properties["DEAD_LETTER_REASON"] = (
+                f"reconsumed {times} times, more than max_redeliver_count "
+                f"{policy.max_redeliver_count} allows"
+            )
+        producer = self._letter_producers.get(target)
+        if producer is None:
+            producer = self._client.producer(target)
+            self._letter_producers[target] = producer
+        with self._client.new_transaction() as txn:
+            producer.send(
+                message.value,
+                key=message.key_bytes,
+                properties=properties,
+                event_time=message.event_time,
+                txn=txn,
+                deliver_after=None if to_dead_letters or seconds == 0 else seconds,
+            )
+            owner.acknowledge(message, txn=txn)
+
+    def _checked_txn(self, txn: object) -> TransactionBase:
+        from txnq.transaction import Transaction
+
+        return cast("TransactionBase", Transaction.checked(txn, self._client))
+
+    def process(
+        self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
+    ) -> Iterator[Message]:
+        """Exactly-once processing: ``for msg in consumer.process(conn): ...``
+        commits each batch's acks in one PostgreSQL transaction with what the
+        loop body wrote on ``conn``; see :func:`txnq.app_transaction.process`."""
+        from txnq.app_transaction import process
+
+        if self._shared:
+            raise errors.InvalidArgumentError(_ATTACHED_SHARED)
+        return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
+
+    # -- seeking and unsubscribing -----------------------------------------
+
+    def seek(self, target: MessageId | int | datetime | str, partition: int | None = None) -> None:
+        """Move the subscription so that the next message delivered is ``target``:
+        a MessageId (its partition), an offset (on ``partition``, or on every
+        partition), a publish time (datetime), or "earliest"/"latest".
+        Individually acknowledged messages after the position are delivered again."""
+        self._run_ack(self._seek_plan(target, partition))
+        self._wake_fetcher()
+
+    def unsubscribe(self) -> None:
+        """Delete the subscription (refused while other consumers are connected), then close."""
+        self._run_ack(self._unsubscribe_plan())
+        self.close()
+
+    # -- life cycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Leave the subscription: unacknowledged messages go to the next consumer."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            if self._retry_parent is None:
+                self._queue.clear()  # redelivered to the next consumer, never handed out here
+            self._cond.notify_all()
+        self._wake_fetcher()
+        self._thread.join(timeout=self._poll_interval + 5)
+        retry_consumer = getattr(self, "_retry_consumer", None)
+        if retry_consumer is not None:
+            retry_consumer.close()
+        for producer in getattr(self, "_letter_producers", {}).values():
+            producer.close()
+        self._run_ack(self._leave_plan())
+        self._ack_proxy.close()
+        self._fetch_conn.close()
+        self._client._forget(self)
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the sync face's I/O --------------------------------------------------
+
+    def _run_ack(self, plan: Plan[T]) -> T:
+        """Run a plan on the caller-side (ack) connection, one at a time."""
+        with self._ack_lock:
+            return run(plan, self._ack_io)
+
+    def _ack_connection(self) -> Any:
+        """The ack connection; checked out anew when it was invalidated (a lost
+        connection) and an earlier reconnect failed, e.g. while PostgreSQL
+        restarted. A server still away raises ServerUnavailableError, and the
+        next call tries again: the consumer stays usable (found by the chaos
+        copier, whose consumers failed with AttributeError after a restart)."""
+        conn = self._ack_proxy.driver_connection
+        if conn is None:
+            try:
+                self._ack_proxy = self._client.checkout()
+            except psycopg.OperationalError as exc:
+                raise errors.ServerUnavailableError(
+                    f"PostgreSQL is unavailable ({exc}); the call changed nothing: retry it "
+                    "when the server is back"
+                ) from exc
+            conn = self._ack_proxy.driver_connection
+        return conn
+
+    def _ack_reconnect(self) -> None:
+        self._ack_proxy.invalidate()
+        self._ack_connection()
+
+    def _wake_fetcher(self) -> None:
+        try:
+            with self._ack_lock:
+                self._ack_connection().execute("SELECT pg_notify(%s, '')", (self._channel,))
+        except (psycopg.Error, errors.ServerUnavailableError):
+            pass  # the fetch thread polls anyway
+
+    def _reopen_fetch_conn(self) -> None:
+        self._fetch_conn.close()
+        self._fetch_conn = connect(self._client.dsn, application_name=f"txnq-consumer-{self.name}")
+        self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+
+    def _listen(self, timeout: float) -> None:
         for _ in self._fetch_conn.notifies(timeout=timeout, stop_after=1):
             pass
+
+    def _wait_room(self, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait(timeout)
+
+
+def _ensure_topic(admin: Admin, name: str) -> int:
+    """The id of a dead-letter or retry-letter topic, created (1 partition) when missing."""
+    try:
+        return admin.get_topic(name).topic_id
+    except errors.TopicNotFoundError:
+        try:
+            return admin.create_topic(name).topic_id
+        except errors.TopicExistsError:
+            return admin.get_topic(name).topic_id
 
 
 def _topic_of(item: object) -> str | None:

@@ -29,13 +29,14 @@ BACKLOG_QUOTA_HOLD_TIMEOUT_SECONDS, re-checking the quota, and then raises
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -52,13 +53,15 @@ from txnq.messages import (
     encode_properties,
 )
 from txnq.names import validate_name
-from txnq.queries import QUERIES
+from txnq.plans import Call, Plan, Reconnect, Sleep, SyncIO, run
 from txnq.storage import translate
 
 if TYPE_CHECKING:
+    from txnq.admin import TopicInfo
     from txnq.app_transaction import AttachedTransaction
     from txnq.client import Client
-    from txnq.transaction import Transaction
+    from txnq.settings import Settings
+    from txnq.transaction import Transaction, TransactionBase
 
 ROUTING_MODES = ("key_hash", "round_robin")
 #: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
@@ -112,7 +115,7 @@ class _Batch:
         "txn",
     )
 
-    def __init__(self, txn: Transaction | None) -> None:
+    def __init__(self, txn: TransactionBase | None) -> None:
         self.txn = txn
         self.payloads: list[bytes] = []
         self.keys: list[bytes | None] = []
@@ -147,39 +150,39 @@ class PendingSend:
     def done(self) -> bool:
         return self._batch.future.done()
 
+    def __await__(self) -> Generator[Any, None, MessageId]:
+        """``await pending`` (txnq.aio): the MessageId once written."""
+        offset = yield from asyncio.wrap_future(self._batch.future).__await__()
+        return MessageId(self._topic, self._partition, offset, self._index)
+
     def exception(self, timeout: float | None = None) -> BaseException | None:
         return self._batch.future.exception(timeout)
 
 
-class Producer:
-    """Sends messages to one topic. Create with ``client.producer(topic, name=...)``.
+class ProducerBase:
+    """What the sync and asyncio producers share: options, encoding, routing,
+    the batch accumulator, and the plans (txnq.plans) that register the
+    producer and append a batch. A face adds the connection, the locks, the
+    waiting and the flushing."""
 
-    Options: ``batching_max_messages`` (1000), ``batching_max_bytes`` ("128KiB"),
-    ``batching_max_delay`` ("5ms"; how long a batch waits to fill),
-    ``max_pending_messages`` (100000; ``send_async`` blocks when reached, up to
-    ``send_timeout``), ``send_timeout`` ("30s"; how long a batch is retried while
-    PostgreSQL is unreachable), ``routing_mode`` ("key_hash" or "round_robin"),
-    ``encoding`` (for ``str`` payloads, "utf-8").
-    """
-
-    def __init__(
+    def _configure(
         self,
-        client: Client,
-        topic: str,
-        name: str | None = None,
+        settings: Settings,
+        topic: TopicInfo,
+        name: str | None,
         *,
-        batching_max_messages: int = 1000,
-        batching_max_bytes: Size = 128 * 1024,
-        batching_max_delay: Duration = "5ms",
-        max_pending_messages: int = 100_000,
-        send_timeout: Duration = "30s",
-        routing_mode: str = "key_hash",
-        encoding: str = "utf-8",
-        transactional_id: str | None = None,
-    ) -> None:
-        self._client = client
-        self._topic = client.admin.get_topic(topic)
-        self.topic = self._topic.name
+        batching_max_messages: int,
+        batching_max_bytes: Size,
+        batching_max_delay: Duration,
+        max_pending_messages: int,
+        send_timeout: Duration,
+        routing_mode: str,
+        encoding: str,
+        transactional_id: str | None,
+    ) -> str | None:
+        """Check the options; returns the validated transactional id."""
+        self._topic = topic
+        self.topic = topic.name
         self._transactional: tuple[str, int] | None = None
         if transactional_id is not None:
             transactional_id = validate_name(transactional_id, "transactional id")
@@ -208,11 +211,11 @@ class Producer:
         self._send_timeout = parse_duration(send_timeout, what="send_timeout", allow_zero=False)
         # A send held by a backlog quota (producer_hold) may wait this long on
         # top of send_timeout before its result is given up on.
-        self._hold_timeout = client.settings.backlog_quota_hold_timeout_seconds
+        self._hold_timeout = settings.backlog_quota_hold_timeout_seconds
         self._result_timeout = self._send_timeout + self._hold_timeout
         self._routing_mode = routing_mode
         self._encoding = encoding
-        self._partitions = self._topic.partitions
+        self._partitions = topic.partitions
         self._partitions_checked = time.monotonic()
         # Round robin starts at a random partition, as Pulsar's router does:
         # producers started together would otherwise all write partition 0
@@ -220,10 +223,6 @@ class Producer:
         # others' head-row lock (held through their commit) instead of
         # writing another partition (docs/benchmarks.md, 4-client sends).
         self._round_robin = random.randrange(self._partitions)
-
-        self._proxy: Any = client.checkout()
-        self._io_lock = threading.Lock()  # one append at a time on the connection, in order
-        self._cond = threading.Condition()  # guards the pending batches
         self._batches: dict[int, _Batch] = {}  # the open batch per partition
         self._sealed: dict[int, list[_Batch]] = {}  # full batches waiting, oldest first
         self._pending = 0
@@ -234,14 +233,7 @@ class Producer:
         # flush() raises so a failed send_async is never silent.
         self._unreported: errors.TxnqError | None = None
         self._next_sequence: dict[int, int] = {}
-        if transactional_id is not None:
-            epoch = client._transactional_epoch(transactional_id)
-            self._transactional = (transactional_id, epoch)
-        self._register()
-        self._flusher = threading.Thread(
-            target=self._flush_loop, name=f"txnq-producer-{self.name}", daemon=True
-        )
-        self._flusher.start()
+        return transactional_id
 
     # -- public API ---------------------------------------------------------
 
@@ -257,6 +249,344 @@ class Producer:
     def transactional(self) -> tuple[str, int] | None:
         """(transactional id, session epoch) of a transactional producer, else None."""
         return self._transactional
+
+    # -- shared logic -------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if self._closed:
+            raise errors.ClosedError(f"producer {self.name!r} is closed")
+
+    def _prepare(
+        self, value: object, key: object, properties: object, event_time: object
+    ) -> tuple[bytes, bytes | None, str | None, datetime | None]:
+        """Check and encode one message; raises before anything is queued."""
+        payload = encode_payload(value, self._encoding)
+        if len(payload) > self._topic.max_message_bytes:
+            raise errors.MessageTooLargeError(
+                f"a payload of {len(payload)} bytes is larger than topic {self.topic!r}'s max "
+                f"message size of {self._topic.max_message_bytes} bytes: split it, or raise the "
+                "topic's max_message_bytes"
+            )
+        return payload, encode_key(key), encode_properties(properties), check_event_time(event_time)
+
+    def _needs_refresh(self, partition: object) -> bool:
+        """Whether to look for partitions added to the topic before routing."""
+        if time.monotonic() - self._partitions_checked > PARTITIONS_REFRESH_SECONDS:
+            return True
+        return (
+            isinstance(partition, int)
+            and not isinstance(partition, bool)
+            and partition >= self._partitions
+        )
+
+    def _refresh_partitions_plan(self) -> Plan[None]:
+        """Follow partitions added to the topic (Pulsar's autoUpdatePartitions):
+        key routing then spreads over them too, as Kafka's does."""
+        self._partitions_checked = time.monotonic()
+        try:
+            row = yield Call("topic_partition_count", {"topic_id": self._topic.topic_id})
+        except (errors.TxnqError, psycopg.Error):
+            return
+        if row is not None:
+            self._partitions = max(self._partitions, int(row[0]))
+
+    def _route(self, key: bytes | None, partition: int | None) -> int:
+        if partition is not None:
+            if isinstance(partition, bool) or not isinstance(partition, int):
+                raise errors.InvalidArgumentError(
+                    f"partition must be an int, not {type(partition).__name__}"
+                )
+            if not 0 <= partition < self._partitions:
+                raise errors.InvalidArgumentError(
+                    f"topic {self.topic!r} has partitions 0..{self._partitions - 1}, "
+                    f"not {partition}"
+                )
+            return partition
+        if key is not None and self._routing_mode == "key_hash":
+            return partition_for_key(key, self._partitions)
+        return self._round_robin
+
+    def _advance_round_robin(self, key: bytes | None, partition: int | None) -> None:
+        if partition is None and key is None:
+            self._round_robin = (self._round_robin + 1) % self._partitions
+
+    def _add(
+        self,
+        target: int,
+        payload: bytes,
+        key_bytes: bytes | None,
+        props: str | None,
+        when: datetime | None,
+        callback: SendCallback | None,
+        txn: TransactionBase | None,
+    ) -> tuple[PendingSend, bool]:
+        """Queue one message for ``target`` (the face checked the pending
+        limit and holds its lock); returns it and whether to wake the flusher."""
+        batch = self._batches.get(target)
+        if batch is None or batch.txn is not txn or self._is_full(batch, len(payload)):
+            if batch is not None:
+                # Seal the full batch (it is written as its own entry) and open
+                # a new one, as Kafka's record accumulator does; an entry
+                # holds the messages of one transaction only.
+                self._sealed.setdefault(target, []).append(batch)
+            batch = self._batches[target] = _Batch(txn)
+        index = len(batch.payloads)
+        batch.payloads.append(payload)
+        batch.keys.append(key_bytes)
+        batch.properties.append(props)
+        batch.event_times.append(when)
+        batch.bytes += len(payload)
+        if callback is not None:
+            batch.callbacks.append((index, callback))
+        self._pending += 1
+        # A new batch starts the flusher's delay clock; a full one goes at once.
+        return PendingSend(self.topic, target, batch, index), index == 0 or self._is_full(batch, 0)
+
+    def _is_full(self, batch: _Batch, incoming: int) -> bool:
+        count = len(batch.payloads)
+        return count >= self._max_messages or (
+            count > 0 and batch.bytes + incoming > self._max_bytes
+        )
+
+    def _ready_partitions(self) -> tuple[list[int], float | None]:
+        now = time.monotonic()
+        ready: list[int] = [p for p, sealed in self._sealed.items() if sealed]
+        wait: float | None = None
+        for partition, batch in self._batches.items():
+            if partition in ready:
+                continue
+            due = batch.opened + self._max_delay
+            if self._is_full(batch, 0) or due <= now:
+                ready.append(partition)
+            else:
+                wait = due - now if wait is None else min(wait, due - now)
+        return ready, wait
+
+    def _take(self, partition: int) -> list[_Batch]:
+        """The partition's sealed batches and its open batch, in order, to write."""
+        batches = self._sealed.pop(partition, [])
+        current = self._batches.pop(partition, None)
+        if current is not None:
+            batches.append(current)
+        if batches:
+            if partition == self._round_robin:
+                self._round_robin = (self._round_robin + 1) % self._partitions
+            self._last_futures[partition] = batches[-1].future
+        return batches
+
+    def _write_plan(self, partition: int, batch: _Batch) -> Plan[BaseException | None]:
+        """Append a batch and settle its future; returns its error, if any (a
+        transaction's is for the face to record on the transaction)."""
+        try:
+            offset = yield from self._append_plan(
+                partition,
+                batch.payloads,
+                batch.keys,
+                batch.properties,
+                batch.event_times,
+                batch.txn,
+            )
+        except errors.TxnqError as exc:
+            if batch.txn is None:
+                self._unreported = self._unreported or exc
+            batch.future.set_exception(exc)
+            return exc
+        batch.future.set_result(offset)
+        return None
+
+    def _register_plan(self) -> Plan[None]:
+        rows = yield Call(
+            "register_producer", {"topic_id": self._topic.topic_id, "name": self.name}, "all"
+        )
+        self._producer_id: int = int(rows[0][0])
+        self._epoch: int = int(rows[0][1])
+        self._next_sequence = {row[2]: row[3] + 1 for row in rows}
+
+    def _append_plan(
+        self,
+        partition: int,
+        payloads: list[bytes],
+        keys: list[bytes | None],
+        properties: list[str | None],
+        event_times: list[datetime | None],
+        txn: TransactionBase | None = None,
+        deliver_at: datetime | None = None,
+    ) -> Plan[int]:
+        """One call of append_v3 (append_delayed_v1 with ``deliver_at``; the
+        face holds its I/O lock); the entry offset.
+
+        A broken connection leaves the outcome unknown: reconnect and retry the
+        same sequence numbers until ``send_timeout``; the server recognises a
+        batch it has already written and returns its original offset.
+        """
+        if self._failure is not None:
+            raise self._failure
+        first_sequence = self._next_sequence.get(partition, 0)
+        params: tuple[Any, ...] = (
+            self._topic.topic_id,
+            partition,
+            self._producer_id,
+            self._epoch,
+            first_sequence,
+            payloads,
+            keys if any(k is not None for k in keys) else None,
+            properties if any(properties) else None,
+            event_times if any(event_times) else None,
+            None if txn is None else txn.txn_id.tc_id,
+            None if txn is None else txn.txn_id.seq,
+        )
+        query = "append_positional"
+        if deliver_at is not None:
+            params = (*params, deliver_at)
+            query = "append_delayed_positional"
+        deadline = time.monotonic() + self._send_timeout
+        delay = 0.05
+        hold_deadline: float | None = None
+        hold_delay = HOLD_RECHECK_MIN_SECONDS
+        while True:
+            try:
+                row = yield Call(query, params, raw=True)
+                break
+            except psycopg.OperationalError as exc:
+                if time.monotonic() + delay > deadline:
+                    self._failure = errors.TimeoutError(
+                        f"could not write to PostgreSQL for {self._send_timeout}s ({exc}); the "
+                        "last batch may or may not be written: create a new producer to go on"
+                    )
+                    raise self._failure from None
+                yield Sleep(delay)
+                delay = min(delay * 2, 1.0)
+                yield Reconnect()
+            except psycopg.Error as exc:
+                if exc.sqlstate == BACKLOG_QUOTA_HOLD:
+                    # Policy producer_hold: block (this producer's sends wait
+                    # behind the I/O lock), re-check the quota, retry the same
+                    # batch; raise once the hold timeout has passed.
+                    now = time.monotonic()
+                    if hold_deadline is None:
+                        hold_deadline = now + self._hold_timeout
+                    if now < hold_deadline:
+                        yield Sleep(min(hold_delay, hold_deadline - now))
+                        hold_delay = min(hold_delay * 2, HOLD_RECHECK_MAX_SECONDS)
+                        yield from self._recheck_backlog_quota_plan()
+                        continue
+                    raise self._hold_expired(exc) from None
+                mapped = translate(exc) or errors.TxnqError(f"append failed: {exc}")
+                if isinstance(mapped, errors.ProducerFencedError):
+                    self._failure = mapped
+                raise mapped from None
+            except errors.ServerUnavailableError as exc:
+                # The face could not reconnect: retried like a lost connection.
+                if time.monotonic() + delay > deadline:
+                    self._failure = errors.TimeoutError(
+                        f"could not write to PostgreSQL for {self._send_timeout}s ({exc}); the "
+                        "last batch may or may not be written: create a new producer to go on"
+                    )
+                    raise self._failure from None
+                yield Sleep(delay)
+                delay = min(delay * 2, 1.0)
+                yield Reconnect()
+        assert row is not None
+        offset, _publish_time, _duplicate, roll_entry_log = row
+        self._next_sequence[partition] = first_sequence + len(payloads)
+        if roll_entry_log:
+            try:
+                yield Call("roll_entry_log", {"force": False}, "none")
+            except (errors.TxnqError, psycopg.Error):
+                pass  # a hint only: workers roll the entry log too
+        # A duplicate older than the five remembered batches has no known offset.
+        return -1 if offset is None else int(offset)
+
+    def _recheck_backlog_quota_plan(self) -> Plan[None]:
+        """While held: check the topic's backlog quota now (the scheduler checks
+        only every BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS), so the send goes on
+        as soon as the backlog fits again."""
+        try:
+            yield Call("check_backlog_quota", {"topic_id": self._topic.topic_id}, "all")
+        except (errors.TxnqError, psycopg.Error):
+            pass  # the retried append reports a lost connection
+
+    def _hold_expired(self, exc: psycopg.Error) -> errors.BacklogQuotaExceededError:
+        diag = exc.diag
+        reason = diag.message_primary or f"topic {self.topic!r} is over its backlog quota"
+        return errors.BacklogQuotaExceededError(
+            f"{reason}; the send was held for {self._hold_timeout:g}s "
+            "(BACKLOG_QUOTA_HOLD_TIMEOUT_SECONDS) and the backlog did not shrink enough: "
+            f"nothing of this batch was written ({diag.message_hint})"
+        )
+
+    def _run_callbacks(self, partition: int, batch: _Batch) -> None:
+        if not batch.callbacks:
+            return
+        exc = batch.future.exception()
+        for index, callback in batch.callbacks:
+            message_id = (
+                None if exc else MessageId(self.topic, partition, batch.future.result(), index)
+            )
+            with contextlib.suppress(Exception):
+                callback(exc, message_id)
+
+
+class Producer(ProducerBase):
+    """Sends messages to one topic. Create with ``client.producer(topic, name=...)``.
+
+    Options: ``batching_max_messages`` (1000), ``batching_max_bytes`` ("128KiB"),
+    ``batching_max_delay`` ("5ms"; how long a batch waits to fill),
+    ``max_pending_messages`` (100000; ``send_async`` blocks when reached, up to
+    ``send_timeout``), ``send_timeout`` ("30s"; how long a batch is retried while
+    PostgreSQL is unreachable), ``routing_mode`` ("key_hash" or "round_robin"),
+    ``encoding`` (for ``str`` payloads, "utf-8").
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        topic: str,
+        name: str | None = None,
+        *,
+        batching_max_messages: int = 1000,
+        batching_max_bytes: Size = 128 * 1024,
+        batching_max_delay: Duration = "5ms",
+        max_pending_messages: int = 100_000,
+        send_timeout: Duration = "30s",
+        routing_mode: str = "key_hash",
+        encoding: str = "utf-8",
+        transactional_id: str | None = None,
+    ) -> None:
+        self._client = client
+        transactional_id = self._configure(
+            client.settings,
+            client.admin.get_topic(topic),
+            name,
+            batching_max_messages=batching_max_messages,
+            batching_max_bytes=batching_max_bytes,
+            batching_max_delay=batching_max_delay,
+            max_pending_messages=max_pending_messages,
+            send_timeout=send_timeout,
+            routing_mode=routing_mode,
+            encoding=encoding,
+            transactional_id=transactional_id,
+        )
+        self._proxy: Any = client.checkout()
+        self._io_lock = threading.Lock()  # one append at a time on the connection, in order
+        self._cond = threading.Condition()  # guards the pending batches
+        self._io = SyncIO(lambda: self._proxy.driver_connection, self._reconnect)
+        if transactional_id is not None:
+            epoch = client._transactional_epoch(transactional_id)
+            self._transactional = (transactional_id, epoch)
+        try:
+            run(self._register_plan(), self._io)
+        except BaseException:
+            self._proxy.close()
+            raise
+        self._flusher = threading.Thread(
+            target=self._flush_loop, name=f"txnq-producer-{self.name}", daemon=True
+        )
+        self._flusher.start()
+
+    # -- public API ---------------------------------------------------------
 
     def send(
         self,
@@ -295,14 +625,17 @@ class Producer:
         with self._io_lock:
             with self._cond:
                 self._check_usable()
-                target = self._route(key_bytes, partition)
+                target = self._routed(key_bytes, partition)
                 direct = target not in self._batches and not self._sealed.get(target)
-                if direct and partition is None and key_bytes is None:
-                    self._round_robin = (self._round_robin + 1) % self._partitions
+                if direct:
+                    self._advance_round_robin(key_bytes, partition)
             if direct:
                 # Nothing queued for this partition: write this message as its own
                 # entry now. Holding the I/O lock keeps the partition's order.
-                offset = self._append(target, [payload], [key_bytes], [props], [when], txn)
+                offset = run(
+                    self._append_plan(target, [payload], [key_bytes], [props], [when], txn),
+                    self._io,
+                )
                 return MessageId(self.topic, target, offset, 0)
         pending = self._enqueue(payload, key_bytes, props, when, partition, None, txn)
         self._flush_partition(pending._partition)
@@ -341,9 +674,8 @@ class Producer:
             # caller's connection, appended when the caller commits.
             with self._cond:
                 self._check_usable()
-                target = self._route(key_bytes, partition)
-                if partition is None and key_bytes is None:
-                    self._round_robin = (self._round_robin + 1) % self._partitions
+                target = self._routed(key_bytes, partition)
+                self._advance_round_robin(key_bytes, partition)
             return cast("AttachedTransaction", txn)._send_async(
                 self, target, payload, key_bytes, props, when, callback, self._max_messages
             )
@@ -379,12 +711,14 @@ class Producer:
         """Write a delayed message as its own entry, after what is queued for its partition."""
         with self._cond:
             self._check_usable()
-            target = self._route(key_bytes, partition)
-            if partition is None and key_bytes is None:
-                self._round_robin = (self._round_robin + 1) % self._partitions
+            target = self._routed(key_bytes, partition)
+            self._advance_round_robin(key_bytes, partition)
         self._flush_partition(target)
         with self._io_lock:
-            offset = self._append(target, [payload], [key_bytes], [props], [when], txn, deliver)
+            offset = run(
+                self._append_plan(target, [payload], [key_bytes], [props], [when], txn, deliver),
+                self._io,
+            )
         return MessageId(self.topic, target, offset, 0)
 
     def _join(self, txn: Transaction | None) -> None:
@@ -397,18 +731,12 @@ class Producer:
         self._check_usable()
         txn._join_producer(self)
 
-    def _prepare(
-        self, value: object, key: object, properties: object, event_time: object
-    ) -> tuple[bytes, bytes | None, str | None, datetime | None]:
-        """Check and encode one message; raises before anything is queued."""
-        payload = encode_payload(value, self._encoding)
-        if len(payload) > self._topic.max_message_bytes:
-            raise errors.MessageTooLargeError(
-                f"a payload of {len(payload)} bytes is larger than topic {self.topic!r}'s max "
-                f"message size of {self._topic.max_message_bytes} bytes: split it, or raise the "
-                "topic's max_message_bytes"
-            )
-        return payload, encode_key(key), encode_properties(properties), check_event_time(event_time)
+    def _routed(self, key: bytes | None, partition: int | None) -> int:
+        """The partition of a message (caller holds _cond), following added partitions."""
+        if self._needs_refresh(partition):
+            with self._client._io() as io:
+                run(self._refresh_partitions_plan(), io)
+        return self._route(key, partition)
 
     def _enqueue(
         self,
@@ -423,7 +751,7 @@ class Producer:
         deadline = time.monotonic() + self._send_timeout
         with self._cond:
             self._check_usable()
-            target = self._route(key_bytes, partition)
+            target = self._routed(key_bytes, partition)
             while self._pending >= self._max_pending:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -433,27 +761,10 @@ class Producer:
                     )
                 self._cond.wait(remaining)
                 self._check_usable()
-            batch = self._batches.get(target)
-            if batch is None or batch.txn is not txn or self._is_full(batch, len(payload)):
-                if batch is not None:
-                    # Seal the full batch (it is written as its own entry) and open
-                    # a new one, as Kafka's record accumulator does; an entry
-                    # holds the messages of one transaction only.
-                    self._sealed.setdefault(target, []).append(batch)
-                batch = self._batches[target] = _Batch(txn)
-            index = len(batch.payloads)
-            batch.payloads.append(payload)
-            batch.keys.append(key_bytes)
-            batch.properties.append(props)
-            batch.event_times.append(when)
-            batch.bytes += len(payload)
-            if callback is not None:
-                batch.callbacks.append((index, callback))
-            self._pending += 1
-            if index == 0 or self._is_full(batch, 0):
-                # A new batch starts the flusher's delay clock; a full one goes at once.
+            pending, wake = self._add(target, payload, key_bytes, props, when, callback, txn)
+            if wake:
                 self._cond.notify_all()
-        return PendingSend(self.topic, target, batch, index)
+        return pending
 
     def flush(self) -> None:
         """Write every queued message and wait until all sent so far are written.
@@ -500,56 +811,6 @@ class Producer:
 
     # -- internals ----------------------------------------------------------
 
-    def _check_usable(self) -> None:
-        if self._failure is not None:
-            raise self._failure
-        if self._closed:
-            raise errors.ClosedError(f"producer {self.name!r} is closed")
-
-    def _route(self, key: bytes | None, partition: int | None) -> int:
-        if time.monotonic() - self._partitions_checked > PARTITIONS_REFRESH_SECONDS:
-            self._refresh_partitions()
-        if partition is not None:
-            if isinstance(partition, bool) or not isinstance(partition, int):
-                raise errors.InvalidArgumentError(
-                    f"partition must be an int, not {type(partition).__name__}"
-                )
-            if partition >= self._partitions:
-                self._refresh_partitions()  # added since the last look?
-            if not 0 <= partition < self._partitions:
-                raise errors.InvalidArgumentError(
-                    f"topic {self.topic!r} has partitions 0..{self._partitions - 1}, "
-                    f"not {partition}"
-                )
-            return partition
-        if key is not None and self._routing_mode == "key_hash":
-            return partition_for_key(key, self._partitions)
-        return self._round_robin
-
-    def _refresh_partitions(self) -> None:
-        """Follow partitions added to the topic (Pulsar's autoUpdatePartitions):
-        key routing then spreads over them too, as Kafka's does."""
-        self._partitions_checked = time.monotonic()
-        with contextlib.suppress(errors.TxnqError, psycopg.Error):
-            self._partitions = max(
-                self._partitions, self._client.admin.get_topic(self.topic).partitions
-            )
-
-    def _register(self) -> None:
-        conn: psycopg.Connection[Any] = self._proxy.driver_connection
-        try:
-            rows = conn.execute(
-                QUERIES["register_producer"], {"topic_id": self._topic.topic_id, "name": self.name}
-            ).fetchall()
-        except psycopg.Error as exc:
-            mapped = translate(exc)
-            if mapped is None:
-                raise
-            raise mapped from None
-        self._producer_id: int = int(rows[0][0])
-        self._epoch: int = int(rows[0][1])
-        self._next_sequence = {row[2]: row[3] + 1 for row in rows}
-
     def _flush_loop(self) -> None:
         while True:
             with self._cond:
@@ -562,170 +823,21 @@ class Producer:
             for partition in ready:
                 self._flush_partition(partition)
 
-    def _is_full(self, batch: _Batch, incoming: int) -> bool:
-        count = len(batch.payloads)
-        return count >= self._max_messages or (
-            count > 0 and batch.bytes + incoming > self._max_bytes
-        )
-
-    def _ready_partitions(self) -> tuple[list[int], float | None]:
-        now = time.monotonic()
-        ready: list[int] = [p for p, sealed in self._sealed.items() if sealed]
-        wait: float | None = None
-        for partition, batch in self._batches.items():
-            if partition in ready:
-                continue
-            due = batch.opened + self._max_delay
-            if self._is_full(batch, 0) or due <= now:
-                ready.append(partition)
-            else:
-                wait = due - now if wait is None else min(wait, due - now)
-        return ready, wait
-
     def _flush_partition(self, partition: int) -> None:
         """Write the partition's sealed batches and its open batch, in order."""
         with self._io_lock:
             with self._cond:
-                batches = self._sealed.pop(partition, [])
-                current = self._batches.pop(partition, None)
-                if current is not None:
-                    batches.append(current)
-                if not batches:
-                    return
-                if partition == self._round_robin:
-                    self._round_robin = (self._round_robin + 1) % self._partitions
-                self._last_futures[partition] = batches[-1].future
+                batches = self._take(partition)
             for batch in batches:
                 try:
-                    self._write(partition, batch)
+                    failure = run(self._write_plan(partition, batch), self._io)
+                    if failure is not None and batch.txn is not None:
+                        cast("Transaction", batch.txn)._record_failure(failure)
                 finally:
                     with self._cond:
                         self._pending -= len(batch.payloads)
                         self._cond.notify_all()
                 self._run_callbacks(partition, batch)
-
-    def _write(self, partition: int, batch: _Batch) -> None:
-        """Append a batch (caller holds the I/O lock) and settle its future."""
-        try:
-            offset = self._append(
-                partition,
-                batch.payloads,
-                batch.keys,
-                batch.properties,
-                batch.event_times,
-                batch.txn,
-            )
-        except errors.TxnqError as exc:
-            if batch.txn is not None:
-                batch.txn._record_failure(exc)
-            else:
-                with self._cond:
-                    self._unreported = self._unreported or exc
-            batch.future.set_exception(exc)
-        else:
-            batch.future.set_result(offset)
-
-    def _append(
-        self,
-        partition: int,
-        payloads: list[bytes],
-        keys: list[bytes | None],
-        properties: list[str | None],
-        event_times: list[datetime | None],
-        txn: Transaction | None = None,
-        deliver_at: datetime | None = None,
-    ) -> int:
-        """One call of append_v3 (append_delayed_v1 with ``deliver_at``; caller
-        holds the I/O lock); the entry offset.
-
-        A broken connection leaves the outcome unknown: reconnect and retry the
-        same sequence numbers until ``send_timeout``; the server recognises a
-        batch it has already written and returns its original offset.
-        """
-        if self._failure is not None:
-            raise self._failure
-        first_sequence = self._next_sequence.get(partition, 0)
-        params: tuple[Any, ...] = (
-            self._topic.topic_id,
-            partition,
-            self._producer_id,
-            self._epoch,
-            first_sequence,
-            payloads,
-            keys if any(k is not None for k in keys) else None,
-            properties if any(properties) else None,
-            event_times if any(event_times) else None,
-            None if txn is None else txn.txn_id.tc_id,
-            None if txn is None else txn.txn_id.seq,
-        )
-        query = QUERIES["append_positional"]
-        if deliver_at is not None:
-            params = (*params, deliver_at)
-            query = QUERIES["append_delayed_positional"]
-        deadline = time.monotonic() + self._send_timeout
-        delay = 0.05
-        hold_deadline: float | None = None
-        hold_delay = HOLD_RECHECK_MIN_SECONDS
-        while True:
-            try:
-                conn: psycopg.Connection[Any] = self._proxy.driver_connection
-                row = conn.execute(query, params).fetchone()
-                break
-            except psycopg.OperationalError as exc:
-                if time.monotonic() + delay > deadline:
-                    self._failure = errors.TimeoutError(
-                        f"could not write to PostgreSQL for {self._send_timeout}s ({exc}); the "
-                        "last batch may or may not be written: create a new producer to go on"
-                    )
-                    raise self._failure from None
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-                self._reconnect()
-            except psycopg.Error as exc:
-                if exc.sqlstate == BACKLOG_QUOTA_HOLD:
-                    # Policy producer_hold: block (this producer's sends wait
-                    # behind the I/O lock), re-check the quota, retry the same
-                    # batch; raise once the hold timeout has passed.
-                    now = time.monotonic()
-                    if hold_deadline is None:
-                        hold_deadline = now + self._hold_timeout
-                    if now < hold_deadline:
-                        time.sleep(min(hold_delay, hold_deadline - now))
-                        hold_delay = min(hold_delay * 2, HOLD_RECHECK_MAX_SECONDS)
-                        self._recheck_backlog_quota()
-                        continue
-                    raise self._hold_expired(exc) from None
-                mapped = translate(exc) or errors.TxnqError(f"append failed: {exc}")
-                if isinstance(mapped, errors.ProducerFencedError):
-                    self._failure = mapped
-                raise mapped from None
-        assert row is not None
-        offset, _publish_time, _duplicate, roll_entry_log = row
-        self._next_sequence[partition] = first_sequence + len(payloads)
-        if roll_entry_log:
-            self._roll_entry_log()
-        # A duplicate older than the five remembered batches has no known offset.
-        return -1 if offset is None else int(offset)
-
-    def _recheck_backlog_quota(self) -> None:
-        """While held: check the topic's backlog quota now (the scheduler checks
-        only every BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS), so the send goes on
-        as soon as the backlog fits again."""
-        try:
-            self._proxy.driver_connection.execute(
-                QUERIES["check_backlog_quota"], {"topic_id": self._topic.topic_id}
-            ).fetchall()
-        except psycopg.Error:
-            pass  # the retried append reports a lost connection
-
-    def _hold_expired(self, exc: psycopg.Error) -> errors.BacklogQuotaExceededError:
-        diag = exc.diag
-        reason = diag.message_primary or f"topic {self.topic!r} is over its backlog quota"
-        return errors.BacklogQuotaExceededError(
-            f"{reason}; the send was held for {self._hold_timeout:g}s "
-            "(BACKLOG_QUOTA_HOLD_TIMEOUT_SECONDS) and the backlog did not shrink enough: "
-            f"nothing of this batch was written ({diag.message_hint})"
-        )
 
     def _reconnect(self) -> None:
         with contextlib.suppress(Exception):
@@ -734,23 +846,6 @@ class Producer:
             self._proxy = self._client.checkout()
         except Exception:
             self._proxy = _Disconnected()
-
-    def _roll_entry_log(self) -> None:
-        try:
-            self._proxy.driver_connection.execute(QUERIES["roll_entry_log"], {"force": False})
-        except psycopg.Error:
-            pass  # a hint only: workers roll the entry log too
-
-    def _run_callbacks(self, partition: int, batch: _Batch) -> None:
-        if not batch.callbacks:
-            return
-        exc = batch.future.exception()
-        for index, callback in batch.callbacks:
-            message_id = (
-                None if exc else MessageId(self.topic, partition, batch.future.result(), index)
-            )
-            with contextlib.suppress(Exception):
-                callback(exc, message_id)
 
 
 _ATTACHED_TYPE: type | None = None

@@ -20,20 +20,21 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
 from txnq import errors
 from txnq.failpoints import armed, failpoint
+from txnq.plans import Call, Plan, Reconnect, Sleep, run
 from txnq.queries import QUERIES
-from txnq.storage import translate
 
 if TYPE_CHECKING:
     from txnq.client import Client
     from txnq.consumer import Consumer
     from txnq.producer import Producer
 
+T = TypeVar("T")
 TC_BITS = 16
 SEQ_BITS = 128 - TC_BITS
 _TEXT_ID = re.compile(r"\(?\s*(\d+)\s*[:,]\s*(\d+)\s*\)?")
@@ -87,31 +88,221 @@ class TxnId(NamedTuple):
         return cls(tc_id, seq)
 
 
-class Transaction:
-    """An open transaction; see the module docstring. Use as a context manager
-    to commit on success and abort on an exception."""
+class TransactionBase:
+    """What the sync and asyncio transactions share: state, checks, and the
+    plans (txnq.plans) that bind, end and complete a transaction. A face adds
+    the lock, the connection and the flushing of its producers."""
 
-    def __init__(self, client: Client, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
+    def __init__(self, client: Any, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
         self._client = client
         self.txn_id = txn_id
         self.timeout = timeout
         self.timeout_at = timeout_at
-        self._lock = threading.RLock()
         self._state = "OPEN"
         self._reason: str | None = None
-        self._producers: list[Producer] = []
-        self._consumers: list[Consumer] = []
+        self._producers: list[Any] = []
+        self._consumers: list[Any] = []
         self._bound: tuple[str, int] | None = None
         self._failure: BaseException | None = None
 
     def __repr__(self) -> str:
-        return f"Transaction({self.txn_id}, {self._state.lower()})"
+        return f"{type(self).__name__}({self.txn_id}, {self._state.lower()})"
 
     @property
     def state(self) -> str:
         """OPEN, COMMITTED or ABORTED as this client knows it (COMMITTING/ABORTING
         when ``commit(wait=False)`` left the marker phase to the workers)."""
         return self._state
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"txn_tc": self.txn_id.tc_id, "txn_seq": self.txn_id.seq}
+
+    # -- checks -------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state == "OPEN":
+            return
+        if self._reason == "fenced":
+            raise errors.ProducerFencedError(
+                f"transaction {self.txn_id} was aborted because a newer producer with the same "
+                "transactional id took over: close this producer"
+            )
+        if self._reason == "timeout":
+            raise errors.TransactionTimedOutError(
+                f"transaction {self.txn_id} passed its timeout of {self.timeout}s and was "
+                "aborted: open a new transaction"
+            )
+        raise errors.TransactionEndedError(
+            f"transaction {self.txn_id} has ended ({self._state.lower()}): open a new transaction"
+        )
+
+    def _check_client(self, client: Any) -> None:
+        if client is not self._client and client.dsn != self._client.dsn:
+            raise errors.InvalidArgumentError(
+                f"transaction {self.txn_id} belongs to another database than this producer/consumer"
+            )
+
+    @classmethod
+    def checked(cls, txn: object, client: Any) -> Any:
+        """``txn`` as given to a send or an ack: a transaction of this face
+        (sync or asyncio) on ``client``'s database."""
+        if not isinstance(txn, cls):
+            hint = (
+                "a sync txnq.Transaction from client.new_transaction()"
+                if cls.__name__ == "Transaction"
+                else "an asyncio transaction from `await client.new_transaction()` of txnq.aio"
+            )
+            other = (
+                " (sync and asyncio transactions do not mix: use the transaction of the "
+                "client this producer/consumer came from)"
+                if isinstance(txn, TransactionBase)
+                else ""
+            )
+            raise errors.InvalidArgumentError(
+                f"txn must be {hint}, not {type(txn).__name__}{other}"
+            )
+        txn._check_client(client)
+        return txn
+
+    def _note_failure(self, exc: BaseException) -> bool:
+        """A queued send of this transaction failed: commit() will abort.
+        True when the face should refresh the state from the server."""
+        if self._failure is None:
+            self._failure = exc
+        return isinstance(exc, errors.TransactionEndedError | errors.ProducerFencedError)
+
+    def _aborted_failure(self, cause: BaseException) -> errors.TransactionAbortedError:
+        return errors.TransactionAbortedError(
+            f"transaction {self.txn_id} was aborted, not committed: a message sent in it "
+            f"could not be written ({cause}); fix the cause and run the work again in "
+            "a new transaction"
+        )
+
+    # -- plans ----------------------------------------------------------------
+
+    def _join_producer_plan(self, producer: Any) -> Plan[None]:
+        """Before a producer's first write in this transaction: bind a
+        transactional producer's session (fencing is checked by the server)."""
+        self._check_open()
+        if producer not in self._producers:
+            self._producers.append(producer)
+        transactional = producer.transactional
+        if transactional is None or self._bound == transactional:
+            return
+        transactional_id, epoch = transactional
+        yield from self._call_plan(
+            "bind_txn", {"transactional_id": transactional_id, "epoch": epoch}
+        )
+        self._bound = transactional
+
+    def _join_consumer(self, consumer: Any) -> None:
+        self._check_open()
+        if consumer not in self._consumers:
+            self._consumers.append(consumer)
+
+    def _commit_plan(self, *, wait: bool) -> Plan[None]:
+        """Commit after the face flushed its producers: abort instead if a send failed."""
+        if self._failure is not None:
+            cause = self._failure
+            yield from self._end_plan(commit=False, wait=True)
+            raise self._aborted_failure(cause) from cause
+        yield from self._end_plan(commit=True, wait=wait)
+
+    def _end_plan(self, *, commit: bool, wait: bool) -> Plan[None]:
+        if wait and not armed("client_after_decision"):
+            # The fast path: decision and marker phase in one PostgreSQL
+            # transaction (one round trip, one WAL flush).
+            state, reason, final = yield from self._retrying_plan(
+                "end_and_complete_txn", {"commit": commit, "reason": "client"}, row=True
+            )
+            self._state, self._reason = str(final), reason
+        else:
+            state, reason = yield from self._retrying_plan(
+                "end_txn", {"commit": commit, "reason": "client", "notify": not wait}, row=True
+            )
+            self._state, self._reason = state, reason
+            failpoint("client_after_decision")
+            if wait:
+                yield from self._complete_plan()
+        if state in ("ABORTING", "ABORTED"):
+            self._rewind_consumers()
+        else:
+            for consumer in self._consumers:
+                consumer._txn_ended(self.txn_id, rewind=False)
+        if commit and state in ("ABORTING", "ABORTED"):
+            self._check_open()  # raises what it was aborted for
+        if not commit and state in ("COMMITTING", "COMMITTED"):
+            raise errors.TransactionEndedError(
+                f"transaction {self.txn_id} was committed already; it cannot be aborted"
+            )
+
+    def _rewind_consumers(self) -> None:
+        """The transaction aborted: every consumer that acknowledged in it (or
+        tried to: an ack refused for a conflict counts) delivers those partitions
+        again from the cursor, so no message handed to the aborted work is lost."""
+        for consumer in self._consumers:
+            consumer._txn_ended(self.txn_id, rewind=True)
+
+    def _complete_plan(self) -> Plan[None]:
+        """The marker phase inline; the workers finish it if this keeps failing."""
+        deadline = time.monotonic() + INLINE_COMPLETION_SECONDS
+        delay = 0.02
+        while True:
+            try:
+                self._state = str((yield from self._call_plan("complete_txn", {})))
+                return
+            except (psycopg.OperationalError, errors.ServerUnavailableError):
+                if time.monotonic() + delay > deadline:
+                    return  # decided and durable: a coordinator worker completes it
+                yield Sleep(delay)
+                yield Reconnect()
+                delay = min(delay * 2, 1.0)
+
+    def _refresh_state_plan(self) -> Plan[None]:
+        try:
+            row = yield Call("txn_state", self.params)
+        except (errors.TxnqError, psycopg.Error):
+            return
+        if row is not None:
+            self._state, self._reason = row[0], row[1]
+
+    def _retrying_plan(self, name: str, extra: dict[str, Any], *, row: bool = False) -> Plan[Any]:
+        """A call that is idempotent on the server: retried across a broken connection."""
+        deadline = time.monotonic() + INLINE_COMPLETION_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                return (yield from self._call_plan(name, extra, row=row))
+            except (psycopg.OperationalError, errors.ServerUnavailableError):
+                if time.monotonic() + delay > deadline:
+                    raise errors.ServerUnavailableError(
+                        f"could not reach PostgreSQL to end transaction {self.txn_id}; it is "
+                        "aborted at its timeout unless the decision was written: check "
+                        f"`txnq txn describe {self.txn_id}`"
+                    ) from None
+                yield Sleep(delay)
+                yield Reconnect()
+                delay = min(delay * 2, 1.0)
+
+    def _call_plan(self, name: str, extra: dict[str, Any], *, row: bool = False) -> Plan[Any]:
+        try:
+            found = yield Call(name, {**self.params, **extra})
+        except (errors.TransactionEndedError, errors.ProducerFencedError):
+            yield from self._refresh_state_plan()
+            raise
+        if found is None:
+            return None
+        return found if row else found[0]
+
+
+class Transaction(TransactionBase):
+    """An open transaction; see the module docstring. Use as a context manager
+    to commit on success and abort on an exception."""
+
+    def __init__(self, client: Client, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
+        super().__init__(client, txn_id, timeout, timeout_at)
+        self._lock = threading.RLock()
 
     # -- ending -------------------------------------------------------------
 
@@ -132,15 +323,7 @@ class Transaction:
             for producer in list(self._producers):
                 with contextlib.suppress(errors.TxnqError):
                     producer.flush()
-            if self._failure is not None:
-                cause = self._failure
-                self._end(commit=False, wait=True)
-                raise errors.TransactionAbortedError(
-                    f"transaction {self.txn_id} was aborted, not committed: a message sent in it "
-                    f"could not be written ({cause}); fix the cause and run the work again in "
-                    "a new transaction"
-                ) from cause
-            self._end(commit=True, wait=wait)
+            self._run(self._commit_plan(wait=wait))
 
     def abort(self) -> None:
         """Abort: the messages sent in it are never delivered, its acks are
@@ -151,7 +334,7 @@ class Transaction:
                 self._rewind_consumers()
                 return
             self._check_open()
-            self._end(commit=False, wait=True)
+            self._run(self._end_plan(commit=False, wait=True))
 
     def __enter__(self) -> Transaction:
         return self
@@ -167,158 +350,24 @@ class Transaction:
 
     # -- used by producers and consumers ------------------------------------
 
-    def _check_open(self) -> None:
-        if self._state == "OPEN":
-            return
-        if self._reason == "fenced":
-            raise errors.ProducerFencedError(
-                f"transaction {self.txn_id} was aborted because a newer producer with the same "
-                "transactional id took over: close this producer"
-            )
-        if self._reason == "timeout":
-            raise errors.TransactionTimedOutError(
-                f"transaction {self.txn_id} passed its timeout of {self.timeout}s and was "
-                "aborted: open a new transaction"
-            )
-        raise errors.TransactionEndedError(
-            f"transaction {self.txn_id} has ended ({self._state.lower()}): open a new transaction"
-        )
-
-    def _check_client(self, client: Client) -> None:
-        if client is not self._client and client.dsn != self._client.dsn:
-            raise errors.InvalidArgumentError(
-                f"transaction {self.txn_id} belongs to another database than this producer/consumer"
-            )
-
-    @staticmethod
-    def checked(txn: object, client: Client) -> Transaction:
-        """``txn`` as given to a send or an ack: a Transaction of ``client``'s database."""
-        if not isinstance(txn, Transaction):
-            raise errors.InvalidArgumentError(
-                f"txn must be a Transaction from client.new_transaction(), not {type(txn).__name__}"
-            )
-        txn._check_client(client)
-        return txn
-
     def _join_producer(self, producer: Producer) -> None:
         """Called before a producer's first write in this transaction."""
         with self._lock:
-            self._check_open()
-            if producer not in self._producers:
-                self._producers.append(producer)
-            transactional = producer.transactional
-            if transactional is None or self._bound == transactional:
-                return
-            transactional_id, epoch = transactional
-            self._call("bind_txn", {"transactional_id": transactional_id, "epoch": epoch})
-            self._bound = transactional
+            self._run(self._join_producer_plan(producer))
 
     def _join_consumer(self, consumer: Consumer) -> None:
         with self._lock:
-            self._check_open()
-            if consumer not in self._consumers:
-                self._consumers.append(consumer)
+            super()._join_consumer(consumer)
 
     def _record_failure(self, exc: BaseException) -> None:
         """A queued send of this transaction failed: commit() will abort."""
         with self._lock:
-            if self._failure is None:
-                self._failure = exc
-            if isinstance(exc, errors.TransactionEndedError | errors.ProducerFencedError):
-                self._refresh_state()
+            if self._note_failure(exc):
+                self._run(self._refresh_state_plan())
 
-    @property
-    def params(self) -> dict[str, int]:
-        return {"txn_tc": self.txn_id.tc_id, "txn_seq": self.txn_id.seq}
-
-    # -- internals ----------------------------------------------------------
-
-    def _end(self, *, commit: bool, wait: bool) -> None:
-        if wait and not armed("client_after_decision"):
-            # The fast path: decision and marker phase in one PostgreSQL
-            # transaction (one round trip, one WAL flush).
-            state, reason, final = self._retrying(
-                "end_and_complete_txn", {"commit": commit, "reason": "client"}, row=True
-            )
-            self._state, self._reason = str(final), reason
-        else:
-            state, reason = self._retrying(
-                "end_txn", {"commit": commit, "reason": "client", "notify": not wait}, row=True
-            )
-            self._state, self._reason = state, reason
-            failpoint("client_after_decision")
-            if wait:
-                self._complete()
-        if state in ("ABORTING", "ABORTED"):
-            self._rewind_consumers()
-        else:
-            for consumer in self._consumers:
-                consumer._txn_ended(self.txn_id, rewind=False)
-        if commit and state in ("ABORTING", "ABORTED"):
-            self._check_open()  # raises what it was aborted for
-        if not commit and state in ("COMMITTING", "COMMITTED"):
-            raise errors.TransactionEndedError(
-                f"transaction {self.txn_id} was committed already; it cannot be aborted"
-            )
-
-    def _rewind_consumers(self) -> None:
-        """The transaction aborted: every consumer that acknowledged in it (or
-        tried to: an ack refused for a conflict counts) delivers those partitions
-        again from the cursor, so no message handed to the aborted work is lost."""
-        for consumer in self._consumers:
-            consumer._txn_ended(self.txn_id, rewind=True)
-
-    def _complete(self) -> None:
-        """The marker phase inline; the workers finish it if this keeps failing."""
-        deadline = time.monotonic() + INLINE_COMPLETION_SECONDS
-        delay = 0.02
-        while True:
-            try:
-                self._state = str(self._call("complete_txn", {}))
-                return
-            except (psycopg.OperationalError, errors.ServerUnavailableError):
-                if time.monotonic() + delay > deadline:
-                    return  # decided and durable: a coordinator worker completes it
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
-    def _refresh_state(self) -> None:
-        with contextlib.suppress(errors.TxnqError, psycopg.Error):
-            rows = self._client.query("txn_state", self.params)
-            if rows:
-                self._state, self._reason = rows[0]["state"], rows[0]["reason"]
-
-    def _retrying(self, name: str, extra: dict[str, Any], *, row: bool = False) -> Any:
-        """A call that is idempotent on the server: retried across a broken connection."""
-        deadline = time.monotonic() + INLINE_COMPLETION_SECONDS
-        delay = 0.05
-        while True:
-            try:
-                return self._call(name, extra, row=row)
-            except (psycopg.OperationalError, errors.ServerUnavailableError):
-                if time.monotonic() + delay > deadline:
-                    raise errors.ServerUnavailableError(
-                        f"could not reach PostgreSQL to end transaction {self.txn_id}; it is "
-                        "aborted at its timeout unless the decision was written: check "
-                        f"`txnq txn describe {self.txn_id}`"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
-    def _call(self, name: str, extra: dict[str, Any], *, row: bool = False) -> Any:
-        with self._client.connection() as conn:
-            try:
-                found = conn.execute(QUERIES[name], {**self.params, **extra}).fetchone()
-            except psycopg.Error as exc:
-                mapped = translate(exc)
-                if mapped is None:
-                    raise
-                if isinstance(mapped, errors.TransactionEndedError | errors.ProducerFencedError):
-                    self._refresh_state()
-                raise mapped from None
-        if found is None:
-            return None
-        return tuple(found) if row else found[0]
+    def _run(self, plan: Plan[T]) -> T:
+        with self._client._io() as io:
+            return run(plan, io)
 
 
 def run_marker_phase(

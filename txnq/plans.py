@@ -1,0 +1,285 @@
+"""Plans: the client's database logic written once, run by two faces.
+
+The producer, consumer, transaction and client logic that talks to
+PostgreSQL is written as *plans*: generators that yield steps (run this named
+query, these in one PostgreSQL transaction, sleep, reconnect, wait for a
+NOTIFY) and receive each step's result. They never touch a connection.
+:func:`run` drives a plan on a blocking psycopg connection (``txnq.Client``),
+:func:`arun` on an ``AsyncConnection`` (``txnq.aio.Client``), so the sync and
+asyncio clients share every decision, retry and error mapping; only the
+drivers, the waiting and the locks differ. (psycopg itself generates its sync
+code from its async code; a plan gives the same single source without a code
+generator.)
+
+Errors: a step that fails is thrown into the plan at its ``yield``. A
+PostgreSQL error of a txnq function arrives as its :class:`TxnqError` (see
+``txnq.storage.translate``) unless the step says ``raw=True``; a lost
+connection arrives as ``psycopg.OperationalError`` so the plan can reconnect
+and retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import psycopg
+
+from txnq.queries import QUERIES
+from txnq.storage import translate
+
+T = TypeVar("T")
+
+Result = Literal["one", "all", "value", "none"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """Run the named query (``txnq.queries.QUERIES``) with ``params``.
+
+    ``result``: "one" (the first row as a tuple, or None), "all" (the rows),
+    "value" (the first column of the first row, or None), "none".
+    ``binary``: binary results (bytea payloads as bytes without parsing).
+    ``raw``: throw the psycopg error into the plan as it is (the plan reads
+    its SQLSTATE), not its txnq error.
+    """
+
+    name: str
+    params: dict[str, Any] | Sequence[Any]
+    result: Result = "one"
+    binary: bool = False
+    raw: bool = False
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Several calls in one round trip: in one PostgreSQL transaction
+    (``atomic``, all or nothing) or pipelined (``pipeline``). The result is
+    the list of the calls' results. With ``atomic``, ``check(results)`` runs
+    before the commit and may raise to roll the whole batch back."""
+
+    calls: Sequence[Call]
+    atomic: bool = False
+    pipeline: bool = False
+    check: Callable[[list[Any]], None] | None = None
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Reconnect:
+    """Replace the face's connection (it was lost). A failure to connect is
+    thrown into the plan as ServerUnavailableError or OperationalError."""
+
+
+@dataclass(frozen=True)
+class Listen:
+    """Wait up to ``timeout`` seconds for a NOTIFY on the face's connection
+    (or for the face to be woken up)."""
+
+    timeout: float
+
+
+@dataclass(frozen=True)
+class WaitRoom:
+    """Wait up to ``timeout`` seconds for room in a consumer's receive queue
+    (or for it to be closed); the face knows the queue."""
+
+    timeout: float
+
+
+Step = Call | Batch | Sleep | Reconnect | Listen | WaitRoom
+Plan = Generator[Step, Any, T]
+
+
+@dataclass
+class SyncIO:
+    """What :func:`run` needs of a sync face: the connection, and how to
+    replace it, wait for a NOTIFY and wait for room."""
+
+    connection: Callable[[], psycopg.Connection[Any]]
+    reconnect: Callable[[], None] = field(default=lambda: None)
+    listen: Callable[[float], None] | None = None
+    wait_room: Callable[[float], None] | None = None
+
+
+@dataclass
+class AsyncIO:
+    """What :func:`arun` needs of an asyncio face."""
+
+    connection: Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
+    reconnect: Callable[[], Awaitable[None]]
+    listen: Callable[[float], Awaitable[None]] | None = None
+    wait_room: Callable[[float], Awaitable[None]] | None = None
+
+
+def _shape(rows: list[Any] | None, result: Result) -> Any:
+    if result == "none":
+        return None
+    if result == "all":
+        return rows or []
+    first = rows[0] if rows else None
+    if result == "one":
+        return None if first is None else tuple(first)
+    return None if first is None else first[0]
+
+
+def _thrown(step: Step, exc: BaseException) -> BaseException:
+    """The error the plan sees for a failed step."""
+    raw = isinstance(step, Call) and step.raw
+    if isinstance(exc, psycopg.Error) and not raw:
+        mapped = translate(exc)
+        if mapped is not None:
+            mapped.__cause__ = None
+            mapped.__suppress_context__ = True
+            return mapped
+    return exc
+
+
+def run(plan: Plan[T], io: SyncIO) -> T:
+    """Drive ``plan`` on a blocking connection; return what it returns."""
+    outcome: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            step = plan.throw(failure) if failure is not None else plan.send(outcome)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        failure = None
+        try:
+            outcome = _step(step, io)
+        except Exception as exc:
+            failure = _thrown(step, exc)
+            outcome = None
+
+
+async def arun(plan: Plan[T], io: AsyncIO) -> T:
+    """Drive ``plan`` on an asyncio connection; return what it returns."""
+    outcome: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            step = plan.throw(failure) if failure is not None else plan.send(outcome)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        failure = None
+        try:
+            outcome = await _astep(step, io)
+        except Exception as exc:
+            failure = _thrown(step, exc)
+            outcome = None
+
+
+def _step(step: Step, io: SyncIO) -> Any:
+    if isinstance(step, Call):
+        return _call(io.connection(), step)
+    if isinstance(step, Batch):
+        conn = io.connection()
+        if step.atomic:
+            with conn.transaction():
+                results = [_call(conn, call) for call in step.calls]
+                if step.check is not None:
+                    step.check(results)
+            return results
+        if step.pipeline:
+            cursors = []
+            with conn.pipeline():
+                for call in step.calls:
+                    cur = conn.cursor(binary=call.binary)
+                    cur.execute(QUERIES[call.name], call.params)
+                    cursors.append((cur, call))
+            return [
+                _shape(cur.fetchall() if cur.description else None, c.result) for cur, c in cursors
+            ]
+        return [_call(conn, call) for call in step.calls]
+    if isinstance(step, Sleep):
+        time.sleep(max(0.0, step.seconds))
+        return None
+    if isinstance(step, Reconnect):
+        io.reconnect()
+        return None
+    if isinstance(step, Listen):
+        if io.listen is not None:
+            io.listen(step.timeout)
+        return None
+    if isinstance(step, WaitRoom):
+        if io.wait_room is not None:
+            io.wait_room(step.timeout)
+        return None
+    raise TypeError(f"not a plan step: {step!r}")
+
+
+def _call(conn: psycopg.Connection[Any], call: Call) -> Any:
+    with conn.cursor(binary=call.binary) as cur:
+        cur.execute(QUERIES[call.name], call.params)
+        return _shape(cur.fetchall() if cur.description else None, call.result)
+
+
+async def _astep(step: Step, io: AsyncIO) -> Any:
+    if isinstance(step, Call):
+        return await _acall(await io.connection(), step)
+    if isinstance(step, Batch):
+        conn = await io.connection()
+        if step.atomic:
+            async with conn.transaction():
+                results = [await _acall(conn, call) for call in step.calls]
+                if step.check is not None:
+                    step.check(results)
+            return results
+        if step.pipeline:
+            cursors = []
+            async with conn.pipeline():
+                for call in step.calls:
+                    cur = conn.cursor(binary=call.binary)
+                    await cur.execute(QUERIES[call.name], call.params)
+                    cursors.append((cur, call))
+            return [
+                _shape(await cur.fetchall() if cur.description else None, c.result)
+                for cur, c in cursors
+            ]
+        return [await _acall(conn, call) for call in step.calls]
+    if isinstance(step, Sleep):
+        await asyncio.sleep(max(0.0, step.seconds))
+        return None
+    if isinstance(step, Reconnect):
+        await io.reconnect()
+        return None
+    if isinstance(step, Listen):
+        if io.listen is not None:
+            await io.listen(step.timeout)
+        return None
+    if isinstance(step, WaitRoom):
+        if io.wait_room is not None:
+            await io.wait_room(step.timeout)
+        return None
+    raise TypeError(f"not a plan step: {step!r}")
+
+
+async def _acall(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
+    async with conn.cursor(binary=call.binary) as cur:
+        await cur.execute(QUERIES[call.name], call.params)
+        return _shape(await cur.fetchall() if cur.description else None, call.result)
+
+
+def retried_once(step: Call | Batch) -> Plan[Any]:
+    """``step`` for idempotent queries: on a lost connection, reconnect and
+    run it once more (acks, seeks, nacks, registrations)."""
+    for attempt in (1, 2):
+        try:
+            return (yield step)
+        except psycopg.OperationalError:
+            if attempt == 2:
+                raise
+            yield Reconnect()
+    raise AssertionError("unreachable")
+
+
+def single(call: Call) -> Plan[Any]:
+    """A plan of one call."""
+    return (yield call)
