@@ -13,9 +13,15 @@ with client.new_transaction() as txn:   # produce and acknowledge atomically
     consumer.acknowledge(msg, txn=txn)
 with conn.transaction(), txnq.attach(conn) as txn:   # in your own PostgreSQL transaction
     producer.send_async(b"out", txn=txn)             # (docs/exactly-once.md)
+async with txnq.aio.Client(dsn) as client:          # asyncio (docs/asyncio.md)
+    producer = await client.producer("orders")
+    await producer.send(b"payload")
 """
 
-from txnq import errors
+from txnq import (
+    aio,
+    errors,
+)
 from txnq.admin import Admin, TopicInfo
 from txnq.app_transaction import AttachedTransaction, attach
 from txnq.client import Client
@@ -40,6 +46,7 @@ __all__ = [
     "TopicInfo",
     "Transaction",
     "TxnId",
+    "aio",
     "attach",
     "errors",
     "load_settings",
