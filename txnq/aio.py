@@ -29,15 +29,23 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from txnq import errors
+from txnq.app_transaction import (
+    _ACTIVE,
+    _ACTIVE_LOCK,
+    _ATTACHED_SHARED_HINT,
+    AttachedBase,
+    StagedSend,
+)
 from txnq.client import Client as SyncClient
 from txnq.client import ClientBase
 from txnq.consumer import Backoff, ConsumerBase, DeadLetterPolicy, _ensure_topic
@@ -59,6 +67,7 @@ if TYPE_CHECKING:
     from txnq.admin import Admin
 
 __all__ = [
+    "AttachedTransaction",
     "Backoff",
     "Client",
     "Consumer",
@@ -68,6 +77,7 @@ __all__ = [
     "PendingSend",
     "Producer",
     "Transaction",
+    "attach",
 ]
 
 T = TypeVar("T")
@@ -252,18 +262,35 @@ class Client(ClientBase):
             lambda: Consumer._open(self, topic, subscription, subscription_type, options)
         )
 
+    @overload
+    def new_transaction(self, timeout: Duration | None = None) -> _Opening[Transaction]: ...
+
+    @overload
+    def new_transaction(
+        self, timeout: Duration | None = None, *, connection: object
+    ) -> _Opening[AttachedTransaction]: ...
+
     def new_transaction(
         self, timeout: Duration | None = None, *, connection: object | None = None
-    ) -> _Opening[Transaction]:
+    ) -> _Opening[Transaction] | _Opening[AttachedTransaction]:
         """Open a transaction: ``txn = await client.new_transaction()`` or
         ``async with client.new_transaction() as txn`` (commits at the end,
-        aborts on an exception)."""
+        aborts on an exception). With ``connection`` (a psycopg
+        ``AsyncConnection`` in a transaction), join the application's
+        transaction instead (:class:`AttachedTransaction`)."""
         if connection is not None:
-            raise errors.InvalidArgumentError(
-                "joining an application transaction (connection=) needs a sync psycopg or "
-                "SQLAlchemy connection and txnq.Client; the asyncio client opens txnq "
-                "transactions only (docs/asyncio.md)"
-            )
+            self._check_open()
+            if timeout is not None:
+                raise errors.InvalidArgumentError(
+                    "an application transaction lasts as long as the connection's own "
+                    "transaction: set a timeout there (e.g. SET LOCAL "
+                    "idle_in_transaction_session_timeout), not here"
+                )
+
+            async def joined() -> AttachedTransaction:
+                return attach(connection, client=self)
+
+            return _Opening(joined)
         return _Opening(lambda: self._new_transaction(timeout))
 
     async def _new_transaction(self, timeout: Duration | None) -> Transaction:
@@ -383,6 +410,12 @@ class Producer(ProducerBase):
     ) -> MessageId:
         """Send one message and wait until it is written; its MessageId (see
         ``txnq.Producer.send``)."""
+        if isinstance(txn, AttachedTransaction):
+            raise errors.InvalidArgumentError(
+                "send() returns the message's offset, which a message of an application "
+                "transaction gets only when it commits: use send_async(..., txn=txn) (await "
+                "the result after txn.commit()) or txn.send(topic, value)"
+            )
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
         deliver = delivery_time(deliver_after, deliver_at)
         await self._join(txn)
@@ -415,7 +448,7 @@ class Producer(ProducerBase):
         event_time: datetime | float | None = None,
         partition: int | None = None,
         callback: SendCallback | None = None,
-        txn: Transaction | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
         deliver_after: Duration | None = None,
         deliver_at: datetime | None = None,
     ) -> PendingSend:
@@ -427,6 +460,12 @@ class Producer(ProducerBase):
         if callback is not None and not callable(callback):
             raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
         if deliver_after is not None or deliver_at is not None:
+            if isinstance(txn, AttachedTransaction):
+                raise errors.InvalidArgumentError(
+                    "deliver_after/deliver_at do not apply to an application transaction "
+                    "(txnq.aio.attach): its messages are appended when the caller commits; "
+                    "send a delayed message outside it or in a txnq transaction"
+                )
             batch = _Batch(txn)
             try:
                 message_id = await self.send(
@@ -448,6 +487,15 @@ class Producer(ProducerBase):
                 callback(None, message_id)
             return PendingSend(self.topic, message_id.partition, batch, 0)
         payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        if isinstance(txn, AttachedTransaction):
+            # Staged on the caller's connection, appended when the caller commits.
+            self._check_usable()
+            await self._refresh(partition)
+            target = self._route(key_bytes, partition)
+            self._advance_round_robin(key_bytes, partition)
+            return await txn._send_async(
+                self, target, payload, key_bytes, props, when, callback, self._max_messages
+            )
         await self._join(txn)
         await self._refresh(partition)
         return await self._enqueue(payload, key_bytes, props, when, partition, callback, txn)
@@ -703,22 +751,47 @@ class Consumer(ConsumerBase):
         self,
         message: Message | MessageId | Iterable[Message | MessageId],
         *,
-        txn: Transaction | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
     ) -> None:
-        """Acknowledge messages individually (see ``txnq.Consumer.acknowledge``)."""
-        await self._run_ack(self._acknowledge_plan(self._ack_items(message), txn))
+        """Acknowledge messages individually (see ``txnq.Consumer.acknowledge``);
+        with an :class:`AttachedTransaction`, staged in the caller's transaction."""
+        items = self._ack_items(message)
+        if isinstance(txn, AttachedTransaction):
+            if self._shared:
+                raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
+            per_partition = self._per_partition(items)
+            self._check_usable()
+            await txn._acknowledge(self, per_partition)
+            return
+        await self._run_ack(self._acknowledge_plan(items, txn))
 
     async def acknowledge_cumulative(
         self, message: Message | MessageId, *, txn: Transaction | None = None
     ) -> None:
         """Acknowledge this message and every earlier one of its partition."""
         self._check_cumulative()
+        if isinstance(txn, AttachedTransaction):
+            raise errors.InvalidArgumentError(
+                "a cumulative ack cannot be checked for exactly-once in an application "
+                "transaction: acknowledge the messages individually (acknowledge(list))"
+            )
         message_id, size = self._identify(message)
         await self._run_ack(self._cumulative_plan(message_id, size, txn))
 
     async def negative_acknowledge(self, message: Message) -> None:
         """Have the message delivered again later (see ``txnq.Consumer.negative_acknowledge``)."""
         await self._run_ack(self._nack_plan(message))
+
+    def process(
+        self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
+    ) -> AsyncGenerator[Message, None]:
+        """Exactly-once processing: ``async for msg in consumer.process(conn): ...``
+        commits each batch's acks in one PostgreSQL transaction with what the
+        loop body wrote on ``conn`` (a psycopg ``AsyncConnection``); see
+        :func:`process`."""
+        if self._shared:
+            raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
+        return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
 
     async def seek(
         self, target: MessageId | int | datetime | str, partition: int | None = None
@@ -865,3 +938,186 @@ class Transaction(TransactionBase):
     async def _run(self, plan: Plan[T]) -> T:
         async with self._client._io() as io:
             return await arun(plan, io)
+
+
+class AttachedTransaction(AttachedBase):
+    """A txnq transaction in the application's own PostgreSQL transaction on a
+    psycopg ``AsyncConnection`` (``txnq.aio.attach(conn)``): the asyncio face
+    of ``txnq.AttachedTransaction``, same plans, same guarantees
+    (docs/exactly-once.md). ``async with`` publishes at a normal exit and
+    discards at an exception; the caller commits its own transaction."""
+
+    connection: psycopg.AsyncConnection[Any]
+
+    def __init__(self, connection: object, *, client: Client | None = None) -> None:
+        if not isinstance(connection, psycopg.AsyncConnection):
+            raise errors.InvalidArgumentError(
+                "txnq.aio.attach takes a psycopg AsyncConnection (in a transaction: "
+                "`async with conn.transaction():`); for a sync psycopg or SQLAlchemy "
+                f"connection use txnq.attach, not {type(connection).__name__}"
+            )
+        self._setup(connection, client)
+        self._io = AsyncIO(self._current, _no_reconnect)
+
+    async def _current(self) -> psycopg.AsyncConnection[Any]:
+        return self.connection
+
+    async def send(
+        self,
+        topic: str,
+        value: object,
+        *,
+        key: str | bytes | None = None,
+        properties: dict[str, str] | None = None,
+        partition: int | None = None,
+        encoding: str = "utf-8",
+    ) -> None:
+        """Produce one message to ``topic`` when the caller's transaction commits."""
+        await arun(self._send_plan(topic, value, key, properties, partition, encoding), self._io)
+
+    async def commit(self) -> None:
+        """Publish what this transaction staged (see ``txnq.AttachedTransaction.commit``)."""
+        await arun(self._commit_plan(), self._io)
+
+    async def abort(self) -> None:
+        """Drop what was staged; consumers that acknowledged in it deliver again."""
+        await arun(self._abort_plan(), self._io)
+
+    async def flush(self) -> None:
+        """Stage the messages ``send_async`` queued in this transaction."""
+        await arun(self._flush_plan(), self._io)
+
+    async def __aenter__(self) -> AttachedTransaction:
+        self._enter()
+        return self
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._exit()
+        if self._state != "OPEN":
+            return
+        if exc_type is None:
+            await self.commit()
+        else:
+            await self.abort()
+
+    async def _send_async(
+        self,
+        producer: Producer,
+        partition: int,
+        payload: bytes,
+        key: bytes | None,
+        properties: str | None,
+        event_time: datetime | None,
+        callback: SendCallback | None,
+        max_messages: int,
+    ) -> StagedSend:
+        staged, full = self._queue_send(
+            producer, partition, payload, key, properties, event_time, callback, max_messages
+        )
+        if full is not None:
+            await arun(self._stage_plan(full), self._io)
+        return staged
+
+    async def _acknowledge(
+        self,
+        consumer: Consumer,
+        per_partition: dict[int, tuple[list[int], list[int], list[int | None]]],
+    ) -> None:
+        await arun(self._acknowledge_plan(consumer, per_partition), self._io)
+
+
+async def _no_reconnect() -> None:
+    """The caller's connection is the caller's: a lost one is theirs to replace."""
+
+
+def attach(connection: object, *, client: Client | None = None) -> AttachedTransaction:
+    """Join the application transaction of a psycopg ``AsyncConnection``;
+    inside an ``async with txnq.aio.attach(conn)`` block or a
+    ``consumer.process(conn)`` batch, returns that block's transaction."""
+    with _ACTIVE_LOCK:
+        active = _ACTIVE.get(id(connection))
+    if (
+        isinstance(active, AttachedTransaction)
+        and active.connection is connection
+        and active._state == "OPEN"
+    ):
+        return active
+    return AttachedTransaction(connection, client=client)
+
+
+#: The process() generator running on each connection (by id): a new one
+#: closes the previous first, so a batch left by an exception in the loop body
+#: rolls back before the next batch begins (an async generator is not closed
+#: when its loop is left, unlike a sync one, which is collected at once).
+_PROCESSING: dict[int, tuple[object, AsyncGenerator[Message, None]]] = {}
+
+
+def process(
+    consumer: Consumer,
+    connection: object,
+    *,
+    batch_size: int = 100,
+    idle_timeout: Duration | None = None,
+) -> AsyncGenerator[Message, None]:
+    """The asyncio face of ``txnq.app_transaction.process``: yield the
+    consumer's messages, committing each batch's acks in one PostgreSQL
+    transaction on ``connection`` with what the loop body wrote there. If the
+    body raises, the batch rolls back and is delivered again: when the
+    generator is closed (``async with contextlib.aclosing(...)``), or at the
+    latest when the next ``process()`` on the connection starts."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise errors.InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+    idle = None if idle_timeout is None else parse_duration(idle_timeout, what="idle_timeout")
+    if not isinstance(connection, psycopg.AsyncConnection):
+        raise errors.InvalidArgumentError(
+            "process() of the asyncio client takes a psycopg AsyncConnection, "
+            f"not {type(connection).__name__}"
+        )
+    token = object()
+    running = _PROCESSING.get(id(connection))
+    previous = None if running is None else running[1]
+    generator = _process(consumer, connection, batch_size, idle, previous, token)
+    _PROCESSING[id(connection)] = (token, generator)
+    return generator
+
+
+async def _process(
+    consumer: Consumer,
+    conn: psycopg.AsyncConnection[Any],
+    batch_size: int,
+    idle: float | None,
+    previous: AsyncGenerator[Message, None] | None,
+    token: object,
+) -> AsyncGenerator[Message, None]:
+    if previous is not None:
+        await previous.aclose()  # its open batch rolls back and is delivered again
+    try:
+        while True:
+            batch = await consumer.batch_receive(batch_size, timeout=1.0 if idle is None else idle)
+            if not batch:
+                if idle is not None:
+                    return
+                continue
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                consumer._rewind({m.message_id.partition for m in batch})
+                raise errors.InvalidArgumentError(
+                    "process() commits one transaction per batch, so the connection must not "
+                    "be in a transaction when the loop asks for the next message: commit or "
+                    "roll back what the loop body began"
+                )
+            done = False
+            try:
+                async with conn.transaction(), AttachedTransaction(conn) as txn:
+                    for message in batch:
+                        yield message
+                    await consumer.acknowledge(batch, txn=txn)
+                done = True
+            except errors.TransactionConflictError:
+                pass  # consumed and committed elsewhere: rolled back here, go on
+            finally:
+                if not done:
+                    consumer._rewind({m.message_id.partition for m in batch})
+    finally:
+        running = _PROCESSING.get(id(conn))
+        if running is not None and running[0] is token:
+            del _PROCESSING[id(conn)]

@@ -26,10 +26,11 @@ face runs the same queries on an ``AsyncConnection`` with the same helpers.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,9 +43,9 @@ from psycopg.pq import TransactionStatus
 from txnq import errors
 from txnq.durations import Duration, parse_duration
 from txnq.messages import MessageId, encode_key, encode_payload, encode_properties
+from txnq.plans import Batch, Call, Plan, SyncIO, run
 from txnq.producer import PendingSend, SendCallback
-from txnq.queries import QUERIES
-from txnq.storage import libpq_dsn, translated_errors
+from txnq.storage import libpq_dsn
 
 if TYPE_CHECKING:
     from txnq.client import Client
@@ -152,6 +153,11 @@ class StagedSend(PendingSend):
     def done(self) -> bool:
         return self._staged.future.done()
 
+    def __await__(self) -> Generator[Any, None, MessageId]:
+        """``await staged`` (txnq.aio): the MessageId once ``txn.commit()`` published it."""
+        offset, first = yield from asyncio.wrap_future(self._staged.future).__await__()
+        return MessageId(self._topic, self._partition, offset, first + self._index)
+
     def exception(self, timeout: float | None = None) -> BaseException | None:
         return self._staged.future.exception(timeout)
 
@@ -179,8 +185,8 @@ def _psycopg_in_transaction(conn: psycopg.Connection[Any]) -> bool:
 def _target(connection: object) -> _Target:
     if isinstance(connection, psycopg.AsyncConnection):
         raise errors.InvalidArgumentError(
-            "an asyncio connection needs the asyncio client, which is not available yet: "
-            "attach a psycopg.Connection"
+            "an asyncio connection joins with the asyncio client: use txnq.aio.attach(conn) "
+            "or `await txnq.aio.Client(...).new_transaction(connection=conn)`"
         )
     if isinstance(connection, psycopg.Connection):
         conn = connection
@@ -220,7 +226,7 @@ def _driver(driver: object) -> psycopg.Connection[Any]:
     return driver
 
 
-def _check_joinable(conn: psycopg.Connection[Any]) -> None:
+def _check_joinable(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     if conn.closed:
         raise errors.InvalidArgumentError("the connection is closed: attach an open connection")
     status = conn.info.transaction_status
@@ -235,7 +241,9 @@ def _check_joinable(conn: psycopg.Connection[Any]) -> None:
         )
 
 
-def _same_database(conn: psycopg.Connection[Any], client: Client) -> None:
+def _same_database(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], client: Any
+) -> None:
     """A producer or consumer may join only a connection to its own database."""
     dbname, port = _database_of(client.dsn)
     if (dbname is not None and str(dbname) != conn.info.dbname) or (
@@ -257,34 +265,229 @@ def _database_of(dsn: str) -> tuple[object, object]:
     return params.get("dbname"), params.get("port")
 
 
+# Application transactions stage acks that publish_staged_v1 applies to the
+# cursor at the caller's COMMIT; a shared subscription's acks delete claims
+# instead (ack_shared_v1), which staging does not do yet, so the two do not mix.
+_ATTACHED_SHARED_HINT = (
+    "application transactions (attach, consumer.process) acknowledge on exclusive and "
+    "failover subscriptions only; on a shared or key_shared subscription acknowledge with a "
+    "txnq transaction (client.new_transaction()) instead"
+)
+
+
 # -- the transaction -----------------------------------------------------------
 
 
-class AttachedTransaction:
-    """A txnq transaction that lives in the application's PostgreSQL
-    transaction; see the module docstring. Use as a context manager: a normal
-    exit publishes (``commit()``), an exception discards what was staged
-    (``abort()``); the caller's own transaction is committed by the caller."""
+class AttachedBase:
+    """What the sync and asyncio application transactions share: state, checks
+    and the plans (txnq.plans) that stage, publish and discard on the caller's
+    connection. A face adds the connection type and the waiting."""
 
-    def __init__(self, connection: object, *, client: Client | None = None) -> None:
-        conn = _target(connection).join()
+    connection: Any
+
+    def _setup(self, conn: Any, client: Any) -> None:
         _check_joinable(conn)
         self.connection = conn
         self._client = client
         self._state = "OPEN"
         self._queued: dict[tuple[int, int], StagedBatch] = {}
         self._staged: dict[int, StagedBatch] = {}
-        self._consumers: dict[int, tuple[Consumer, set[int]]] = {}
-        self._outer: AttachedTransaction | None = None
+        self._consumers: dict[int, tuple[Any, set[int]]] = {}
+        self._outer: AttachedBase | None = None
 
     def __repr__(self) -> str:
-        return f"AttachedTransaction({self._state.lower()})"
+        return f"{type(self).__name__}({self._state.lower()})"
 
     @property
     def state(self) -> str:
         """OPEN; COMMITTED once ``commit()`` published (visible when the caller
         commits); ABORTED after ``abort()``."""
         return self._state
+
+    def _send_plan(
+        self,
+        topic: str,
+        value: object,
+        key: str | bytes | None,
+        properties: dict[str, str] | None,
+        partition: int | None,
+        encoding: str,
+    ) -> Plan[None]:
+        if not isinstance(topic, str):
+            raise errors.InvalidArgumentError(f"topic must be a str, not {type(topic).__name__}")
+        if isinstance(partition, bool) or not isinstance(partition, int | None):
+            raise errors.InvalidArgumentError(f"partition must be an int, not {partition!r}")
+        payload = encode_payload(value, encoding)
+        yield from self._flush_plan()  # messages queued before this one keep their place
+        params = {
+            "topic": topic,
+            "payload": payload,
+            "key": encode_key(key),
+            "properties": encode_properties(properties),
+            "partition": partition,
+        }
+        yield Call("send_at_commit", params, "none")
+
+    def _commit_plan(self) -> Plan[None]:
+        self._check_open()
+        yield from self._flush_plan()
+        rows = yield Call("publish_staged", {}, "all")
+        settled = settle_published(rows, self._staged)
+        self._state = "COMMITTED"
+        for batch in settled:
+            offset, first = batch.future.result()
+            for index, callback in batch.callbacks:
+                with contextlib.suppress(Exception):
+                    callback(None, MessageId(batch.topic, batch.partition, offset, first + index))
+
+    def _abort_plan(self) -> Plan[None]:
+        if self._state == "ABORTED":
+            return
+        self._state = "ABORTED"
+        self._queued.clear()
+        failure = errors.TransactionAbortedError("the application transaction was aborted")
+        for batch in self._staged.values():
+            if not batch.future.done():
+                batch.future.set_exception(failure)
+        self._staged.clear()
+        conn = self.connection
+        if not conn.closed and conn.info.transaction_status == TransactionStatus.INTRANS:
+            with contextlib.suppress(psycopg.Error, errors.TxnqError):
+                yield Call("discard_staged", {}, "none")
+        self.rewind_consumers()
+
+    def rewind_consumers(self) -> None:
+        """The caller rolled back after acknowledging in this transaction: have
+        its consumers deliver the unacknowledged messages again (their read
+        position goes back to the cursor)."""
+        for consumer, partitions in self._consumers.values():
+            consumer._rewind(partitions)
+
+    def _enter(self) -> None:
+        # Inside the block, attach(conn) returns this transaction.
+        with _ACTIVE_LOCK:
+            self._outer = _ACTIVE.get(id(self.connection))
+            _ACTIVE[id(self.connection)] = self
+
+    def _exit(self) -> None:
+        with _ACTIVE_LOCK:
+            if self._outer is None:
+                _ACTIVE.pop(id(self.connection), None)
+            else:
+                _ACTIVE[id(self.connection)] = self._outer
+
+    def _flush_plan(self) -> Plan[None]:
+        """Stage the messages ``send_async`` queued in this transaction."""
+        self._check_open()
+        if not self._queued:
+            return
+        # One round trip for all partitions (a pipeline), in partition order.
+        batches = [self._queued.pop(key) for key in sorted(self._queued)]
+        rows = yield Batch(
+            [
+                Call(
+                    "stage_send",
+                    stage_send_params(
+                        b.topic_id, b.partition, b.payloads, b.keys, b.properties, b.event_times
+                    ),
+                )
+                for b in batches
+            ],
+            pipeline=len(batches) > 1,
+        )
+        for batch, row in zip(batches, rows, strict=True):
+            assert row is not None
+            self._staged[int(row[0])] = batch
+
+    def _queue_send(
+        self,
+        producer: Any,
+        partition: int,
+        payload: bytes,
+        key: bytes | None,
+        properties: str | None,
+        event_time: datetime | None,
+        callback: SendCallback | None,
+        max_messages: int,
+    ) -> tuple[StagedSend, StagedBatch | None]:
+        """Queue one message; returns it and a full batch to stage now, if any."""
+        self._check_open()
+        _same_database(self.connection, producer._client)
+        slot = (producer._topic.topic_id, partition)
+        batch = self._queued.get(slot)
+        if batch is None:
+            batch = self._queued[slot] = StagedBatch(producer.topic, slot[0], partition)
+        index = len(batch.payloads)
+        batch.payloads.append(payload)
+        batch.keys.append(key)
+        batch.properties.append(properties)
+        batch.event_times.append(event_time)
+        if callback is not None:
+            batch.callbacks.append((index, callback))
+        full = self._queued.pop(slot) if len(batch.payloads) >= max_messages else None
+        return StagedSend(batch, index), full
+
+    def _stage_plan(self, batch: StagedBatch) -> Plan[None]:
+        params = stage_send_params(
+            batch.topic_id,
+            batch.partition,
+            batch.payloads,
+            batch.keys,
+            batch.properties,
+            batch.event_times,
+        )
+        row = yield Call("stage_send", params)
+        assert row is not None
+        self._staged[int(row[0])] = batch
+
+    def _acknowledge_plan(
+        self,
+        consumer: Any,
+        per_partition: dict[int, tuple[list[int], list[int], list[int | None]]],
+    ) -> Plan[None]:
+        self._check_open()
+        _same_database(self.connection, consumer._client)
+        _, partitions = self._consumers.setdefault(id(consumer), (consumer, set()))
+        partitions.update(per_partition)
+        yield Batch(
+            [
+                Call(
+                    "stage_ack",
+                    stage_ack_params(
+                        consumer._topic_id,
+                        partition,
+                        consumer.subscription_id,
+                        offsets,
+                        indexes,
+                        sizes,
+                    ),
+                    "none",
+                )
+                for partition, (offsets, indexes, sizes) in sorted(per_partition.items())
+            ],
+            pipeline=len(per_partition) > 1,
+        )
+
+    def _check_open(self) -> None:
+        if self._state != "OPEN":
+            raise errors.TransactionEndedError(
+                f"this application transaction has ended ({self._state.lower()}): attach the "
+                "connection again for the next transaction"
+            )
+        _check_joinable(self.connection)
+
+
+class AttachedTransaction(AttachedBase):
+    """A txnq transaction that lives in the application's PostgreSQL
+    transaction; see the module docstring. Use as a context manager: a normal
+    exit publishes (``commit()``), an exception discards what was staged
+    (``abort()``); the caller's own transaction is committed by the caller."""
+
+    connection: psycopg.Connection[Any]
+
+    def __init__(self, connection: object, *, client: Client | None = None) -> None:
+        self._setup(_target(connection).join(), client)
+        self._io = SyncIO(lambda: self.connection)
 
     # -- the outbox without a producer ------------------------------------
 
@@ -301,20 +504,7 @@ class AttachedTransaction:
         """Produce one message to ``topic`` when the caller's transaction
         commits (``txnq.send_at_commit_v1``: routed by key as a producer does,
         else to ``partition``, else to a random partition)."""
-        if not isinstance(topic, str):
-            raise errors.InvalidArgumentError(f"topic must be a str, not {type(topic).__name__}")
-        if isinstance(partition, bool) or not isinstance(partition, int | None):
-            raise errors.InvalidArgumentError(f"partition must be an int, not {partition!r}")
-        payload = encode_payload(value, encoding)
-        self.flush()  # messages queued before this one keep their place
-        params = {
-            "topic": topic,
-            "payload": payload,
-            "key": encode_key(key),
-            "properties": encode_properties(properties),
-            "partition": partition,
-        }
-        self._execute("send_at_commit", params)
+        run(self._send_plan(topic, value, key, properties, partition, encoding), self._io)
 
     # -- ending -------------------------------------------------------------
 
@@ -327,57 +517,21 @@ class AttachedTransaction:
 
         Raises :class:`TransactionConflictError` when another transaction
         acknowledged one of the messages first: the caller must roll back."""
-        self._check_open()
-        self.flush()
-        rows = self._execute("publish_staged", {}, fetch=True)
-        settled = settle_published(rows, self._staged)
-        self._state = "COMMITTED"
-        for batch in settled:
-            offset, first = batch.future.result()
-            for index, callback in batch.callbacks:
-                with contextlib.suppress(Exception):
-                    callback(None, MessageId(batch.topic, batch.partition, offset, first + index))
+        run(self._commit_plan(), self._io)
 
     def abort(self) -> None:
         """Drop what this transaction staged (the caller's own writes stay
         theirs to commit or roll back), and have the consumers that
         acknowledged in it deliver those messages again. Safe to call after
         the caller rolled back, and twice."""
-        if self._state == "ABORTED":
-            return
-        self._state = "ABORTED"
-        self._queued.clear()
-        failure = errors.TransactionAbortedError("the application transaction was aborted")
-        for batch in self._staged.values():
-            if not batch.future.done():
-                batch.future.set_exception(failure)
-        self._staged.clear()
-        conn = self.connection
-        if not conn.closed and conn.info.transaction_status == TransactionStatus.INTRANS:
-            with contextlib.suppress(psycopg.Error):
-                conn.execute(QUERIES["discard_staged"])
-        self.rewind_consumers()
-
-    def rewind_consumers(self) -> None:
-        """The caller rolled back after acknowledging in this transaction: have
-        its consumers deliver the unacknowledged messages again (their read
-        position goes back to the cursor)."""
-        for consumer, partitions in self._consumers.values():
-            consumer._rewind(partitions)
+        run(self._abort_plan(), self._io)
 
     def __enter__(self) -> AttachedTransaction:
-        # Inside the block, txnq.attach(conn) returns this transaction.
-        with _ACTIVE_LOCK:
-            self._outer = _ACTIVE.get(id(self.connection))
-            _ACTIVE[id(self.connection)] = self
+        self._enter()
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        with _ACTIVE_LOCK:
-            if self._outer is None:
-                _ACTIVE.pop(id(self.connection), None)
-            else:
-                _ACTIVE[id(self.connection)] = self._outer
+        self._exit()
         if self._state != "OPEN":
             return
         if exc_type is None:
@@ -389,28 +543,7 @@ class AttachedTransaction:
 
     def flush(self) -> None:
         """Stage the messages ``send_async`` queued in this transaction."""
-        self._check_open()
-        if not self._queued:
-            return
-        # One round trip for all partitions (a pipeline), in partition order.
-        batches = [self._queued.pop(key) for key in sorted(self._queued)]
-        with translated_errors(), self._pipeline(len(batches)):
-            cursors = [
-                self.connection.execute(
-                    QUERIES["stage_send"],
-                    stage_send_params(
-                        b.topic_id, b.partition, b.payloads, b.keys, b.properties, b.event_times
-                    ),
-                )
-                for b in batches
-            ]
-        for batch, cur in zip(batches, cursors, strict=True):
-            row = cur.fetchone()
-            assert row is not None
-            self._staged[int(row[0])] = batch
-
-    def _pipeline(self, statements: int) -> contextlib.AbstractContextManager[Any]:
-        return self.connection.pipeline() if statements > 1 else contextlib.nullcontext()
+        run(self._flush_plan(), self._io)
 
     def _send_async(
         self,
@@ -423,68 +556,24 @@ class AttachedTransaction:
         callback: SendCallback | None,
         max_messages: int,
     ) -> StagedSend:
-        self._check_open()
-        _same_database(self.connection, producer._client)
-        slot = (producer._topic.topic_id, partition)
-        batch = self._queued.get(slot)
-        if batch is None:
-            batch = self._queued[slot] = StagedBatch(producer.topic, slot[0], partition)
-        index = len(batch.payloads)
-        batch.payloads.append(payload)
-        batch.keys.append(key)
-        batch.properties.append(properties)
-        batch.event_times.append(event_time)
-        if callback is not None:
-            batch.callbacks.append((index, callback))
-        if len(batch.payloads) >= max_messages:
-            self._stage(self._queued.pop(slot))
-        return StagedSend(batch, index)
-
-    def _stage(self, batch: StagedBatch) -> None:
-        params = stage_send_params(
-            batch.topic_id,
-            batch.partition,
-            batch.payloads,
-            batch.keys,
-            batch.properties,
-            batch.event_times,
+        staged, full = self._queue_send(
+            producer, partition, payload, key, properties, event_time, callback, max_messages
         )
-        (row,) = self._execute("stage_send", params, fetch=True)
-        self._staged[int(row[0])] = batch
+        if full is not None:
+            run(self._stage_plan(full), self._io)
+        return staged
 
     def _acknowledge(
         self,
         consumer: Consumer,
         per_partition: dict[int, tuple[list[int], list[int], list[int | None]]],
     ) -> None:
-        self._check_open()
-        _same_database(self.connection, consumer._client)
-        _, partitions = self._consumers.setdefault(id(consumer), (consumer, set()))
-        partitions.update(per_partition)
-        with translated_errors(), self._pipeline(len(per_partition)):
-            for partition, (offsets, indexes, sizes) in sorted(per_partition.items()):
-                params = stage_ack_params(
-                    consumer._topic_id, partition, consumer.subscription_id, offsets, indexes, sizes
-                )
-                self.connection.execute(QUERIES["stage_ack"], params)
-
-    def _check_open(self) -> None:
-        if self._state != "OPEN":
-            raise errors.TransactionEndedError(
-                f"this application transaction has ended ({self._state.lower()}): attach the "
-                "connection again for the next transaction"
-            )
-        _check_joinable(self.connection)
-
-    def _execute(self, name: str, params: dict[str, Any], *, fetch: bool = False) -> list[Any]:
-        with translated_errors():
-            cur = self.connection.execute(QUERIES[name], params)
-            return cur.fetchall() if fetch else []
+        run(self._acknowledge_plan(consumer, per_partition), self._io)
 
 
 # The transaction of each connection's open `with txnq.attach(conn)` block or
 # process() batch, by id of the psycopg connection.
-_ACTIVE: dict[int, AttachedTransaction] = {}
+_ACTIVE: dict[int, AttachedBase] = {}
 _ACTIVE_LOCK = threading.Lock()
 
 
@@ -498,7 +587,11 @@ def attach(connection: object, *, client: Client | None = None) -> AttachedTrans
     conn = _target(connection).join()
     with _ACTIVE_LOCK:
         active = _ACTIVE.get(id(conn))
-    if active is not None and active.connection is conn and active._state == "OPEN":
+    if (
+        isinstance(active, AttachedTransaction)
+        and active.connection is conn
+        and active._state == "OPEN"
+    ):
         return active
     return AttachedTransaction(connection, client=client)
 

@@ -48,6 +48,7 @@ from psycopg import sql
 
 from txnq import errors
 from txnq.admin import seek_target
+from txnq.app_transaction import _ATTACHED_SHARED_HINT
 from txnq.durations import Duration, parse_duration
 from txnq.messages import Message, MessageId
 from txnq.names import validate_name
@@ -147,16 +148,6 @@ class DeadLetterPolicy:
 
 
 _ATTACHED_TYPE: type | None = None
-
-
-# Application transactions stage acks that publish_staged_v1 applies to the
-# cursor at the caller's COMMIT; a shared subscription's acks delete claims
-# instead (ack_shared_v1), which staging does not do yet, so the two do not mix.
-_ATTACHED_SHARED = (
-    "application transactions (txnq.attach, consumer.process) acknowledge on exclusive and "
-    "failover subscriptions only; on a shared or key_shared subscription acknowledge with a "
-    "txnq transaction (client.new_transaction()) instead"
-)
 
 
 def _attached(txn: object) -> bool:
@@ -1270,7 +1261,7 @@ class Consumer(ConsumerBase):
                     return
         if txn is not None and _attached(txn):
             if self._shared:
-                raise errors.InvalidArgumentError(_ATTACHED_SHARED)
+                raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
             # An application transaction (txnq.app_transaction): staged on the
             # caller's connection, applied when the caller commits.
             per_partition = self._per_partition(items)
@@ -1380,7 +1371,7 @@ class Consumer(ConsumerBase):
         from txnq.app_transaction import process
 
         if self._shared:
-            raise errors.InvalidArgumentError(_ATTACHED_SHARED)
+            raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
         return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
 
     # -- seeking and unsubscribing -----------------------------------------
