@@ -15,7 +15,10 @@ with one application INSERT per message:
    staged and applied inside the same commit;
 2. the same plus consume-transform-produce: one output message per input,
    ``send_async(..., txn=txnq.attach(conn))``, published inside the commit;
-3. the reference without txnq: the messages in a plain table; per batch
+3. the exactly-once processor of the asyncio client (``txnq.aio``):
+   ``async for msg in consumer.process(aconn)`` on a psycopg AsyncConnection,
+   the same INSERT per message;
+4. the reference without txnq: the messages in a plain table; per batch
    ``SELECT ... ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED``, the same INSERT
    per message, ``DELETE`` of the batch, COMMIT (the classic queue table).
 
@@ -25,6 +28,8 @@ Every loop is bounded in count and in time (--seconds each).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -89,6 +94,49 @@ def run_processor(
     return int(committed[0]) / elapsed
 
 
+def run_processor_async(dsn: str, messages: int, batch: int, seconds: float) -> float:
+    """Messages per second of the asyncio client's exactly-once processor."""
+    return asyncio.run(_processor_async(dsn, messages, batch, seconds))
+
+
+async def _processor_async(dsn: str, messages: int, batch: int, seconds: float) -> float:
+    suffix = uuid.uuid4().hex[:8]
+    topic, table = f"bench-ain-{suffix}", f"bench_aresults_{suffix}"
+    with txnq.Client(dsn) as sync_client:
+        fill_topic(sync_client, topic, messages)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as setup:
+        await setup.execute(
+            f"CREATE TABLE {table} (entry_offset bigint, batch_index int, body bytea)"
+        )
+    insert = f"INSERT INTO {table} VALUES (%s, %s, %b)"
+    async with (
+        txnq.aio.Client(dsn) as client,
+        client.subscribe(topic, "bench", initial_position="earliest", poll_interval="50ms") as c,
+    ):
+        conn = await psycopg.AsyncConnection.connect(dsn)
+        try:
+            started = time.monotonic()
+            deadline = started + seconds
+            processed = c.process(conn, batch_size=batch, idle_timeout=IDLE)
+            async with contextlib.aclosing(processed) as stream:
+                async for message in stream:
+                    await conn.execute(
+                        insert,
+                        (message.message_id.offset, message.message_id.batch_index, message.value),
+                    )
+                    if time.monotonic() > deadline:
+                        break  # the current batch rolls back: not counted below
+            elapsed = time.monotonic() - started - IDLE
+        finally:
+            await conn.close()
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as check:
+        cur = await check.execute(f"SELECT count(*) FROM {table}")
+        committed = await cur.fetchone()
+        await check.execute(f"DROP TABLE {table}")
+    assert committed is not None
+    return int(committed[0]) / elapsed
+
+
 def run_plain_table(dsn: str, messages: int, batch: int, seconds: float) -> float:
     """Messages per second of the same loop on a plain queue table, without txnq."""
     suffix = uuid.uuid4().hex[:8]
@@ -145,10 +193,14 @@ def main(argv: list[str] | None = None) -> int:
             "processor_produce_msgs_per_s": run_processor(
                 client, dsn, args.messages, args.batch, args.seconds, produce=True
             ),
+            "asyncio_processor_msgs_per_s": run_processor_async(
+                dsn, args.messages, args.batch, args.seconds
+            ),
         }
     reference = figures["plain_table_msgs_per_s"]
     figures["processor_ratio"] = figures["processor_msgs_per_s"] / reference
     figures["processor_produce_ratio"] = figures["processor_produce_msgs_per_s"] / reference
+    figures["asyncio_processor_ratio"] = figures["asyncio_processor_msgs_per_s"] / reference
     if args.json:
         json.dump(figures, sys.stdout, indent=2)
         print()
@@ -166,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
             "  ... and one output message per input (send_async, txn=attach)",
             figures["processor_produce_msgs_per_s"],
             figures["processor_produce_ratio"],
+        ),
+        (
+            "txnq.aio consumer.process(aconn): the same on an AsyncConnection",
+            figures["asyncio_processor_msgs_per_s"],
+            figures["asyncio_processor_ratio"],
         ),
     ]
     for name, rate, ratio in rows:

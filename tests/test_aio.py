@@ -507,3 +507,20 @@ def test_each_face_refuses_the_other_faces_connection(dsn: str) -> None:
             await conn.close()
 
     arun(main)
+
+
+def test_the_asyncio_page_runs_as_written(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "asyncio.md"
+    (block,) = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    monkeypatch.setenv("TXNQ_DSN", dsn)
+    monkeypatch.setenv("TXNQ_POLL_INTERVAL_SECONDS", "0.2")
+    exec(compile(block, "docs/asyncio.md python block", "exec"), {"__name__": "docs"})
+    assert "invoices written: 10" in capsys.readouterr().out
+    rows = sql(dsn, "SELECT body FROM invoice_rows ORDER BY body")
+    assert sorted(r[0] for r in rows) == sorted(f"invoice {n}" for n in range(1, 11))
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.messages WHERE topic = 'invoices'") == 10

@@ -18,10 +18,10 @@ psycopg 3 connection, a SQLAlchemy ``Connection`` or ``Session``) gives an
 The caller commits (or rolls back) its own transaction: txnq never does.
 Until then nothing is visible to anyone; after a rollback nothing is left.
 
-The design keeps the protocol apart from the waiting, as psycopg does: the
-statements are named queries, and :func:`stage_send_params`,
-:func:`stage_ack_params` and :func:`settle_published` are pure, so an asyncio
-face runs the same queries on an ``AsyncConnection`` with the same helpers.
+The protocol is kept apart from the waiting: :class:`AttachedBase` holds it as
+plans (``txnq.plans``), which :class:`AttachedTransaction` runs on the caller's
+psycopg ``Connection`` and ``txnq.aio.AttachedTransaction`` on an
+``AsyncConnection`` (docs/asyncio.md).
 """
 
 from __future__ import annotations
