@@ -45,6 +45,7 @@ from txnq.app_transaction import (
     _ATTACHED_SHARED_HINT,
     AttachedBase,
     StagedSend,
+    check_between_batches,
 )
 from txnq.client import Client as SyncClient
 from txnq.client import ClientBase
@@ -181,10 +182,7 @@ class Client(ClientBase):
     def __init__(
         self, dsn: str | None = None, *, settings: Settings | None = None, **overrides: Any
     ) -> None:
-        if dsn is not None and not isinstance(dsn, str):
-            raise errors.InvalidArgumentError(
-                f"dsn must be a str such as 'postgresql://user@host/db', not {type(dsn).__name__}"
-            )
+        self._check_dsn(dsn)
         self._args = (dsn, settings, overrides)
         self._sync: SyncClient | None = None
         self._idle: deque[psycopg.AsyncConnection[Any]] = deque()
@@ -280,12 +278,7 @@ class Client(ClientBase):
         transaction instead (:class:`AttachedTransaction`)."""
         if connection is not None:
             self._check_open()
-            if timeout is not None:
-                raise errors.InvalidArgumentError(
-                    "an application transaction lasts as long as the connection's own "
-                    "transaction: set a timeout there (e.g. SET LOCAL "
-                    "idle_in_transaction_session_timeout), not here"
-                )
+            self._no_attach_timeout(timeout)
 
             async def joined() -> AttachedTransaction:
                 return attach(connection, client=self)
@@ -404,7 +397,7 @@ class Producer(ProducerBase):
         properties: dict[str, str] | None = None,
         event_time: datetime | float | None = None,
         partition: int | None = None,
-        txn: Transaction | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
         deliver_after: Duration | None = None,
         deliver_at: datetime | None = None,
     ) -> MessageId:
@@ -600,9 +593,7 @@ class Producer(ProducerBase):
         """Write the partition's queued batches, in order (the I/O lock is held)."""
         for batch in self._take(partition):
             try:
-                failure = await arun(self._write_plan(partition, batch), self._io)
-                if failure is not None and isinstance(batch.txn, Transaction):
-                    batch.txn._record_failure(failure)
+                await arun(self._write_plan(partition, batch), self._io)
             finally:
                 self._pending -= len(batch.payloads)
                 self._room.set()
@@ -931,10 +922,6 @@ class Transaction(TransactionBase):
         async with self._lock:
             await self._run(self._join_producer_plan(producer))
 
-    def _record_failure(self, exc: BaseException) -> None:
-        """A queued send failed: commit() aborts instead (it reads the state then)."""
-        self._note_failure(exc)
-
     async def _run(self, plan: Plan[T]) -> T:
         async with self._client._io() as io:
             return await arun(plan, io)
@@ -1098,13 +1085,8 @@ async def _process(
                 if idle is not None:
                     return
                 continue
-            if conn.info.transaction_status != TransactionStatus.IDLE:
-                consumer._rewind({m.message_id.partition for m in batch})
-                raise errors.InvalidArgumentError(
-                    "process() commits one transaction per batch, so the connection must not "
-                    "be in a transaction when the loop asks for the next message: commit or "
-                    "roll back what the loop body began"
-                )
+            busy = conn.info.transaction_status != TransactionStatus.IDLE
+            check_between_batches(consumer, batch, busy)
             done = False
             try:
                 async with conn.transaction(), AttachedTransaction(conn) as txn:

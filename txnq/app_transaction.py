@@ -626,6 +626,18 @@ def process(
     return _process(consumer, target, batch_size, idle)
 
 
+def check_between_batches(consumer: Any, batch: list[Message], in_transaction: bool) -> None:
+    """process() starts each batch's transaction itself: the connection must be
+    idle between batches (else the batch goes back and this raises)."""
+    if in_transaction:
+        consumer._rewind({m.message_id.partition for m in batch})
+        raise errors.InvalidArgumentError(
+            "process() commits one transaction per batch, so the connection must not be "
+            "in a transaction when the loop asks for the next message: commit or roll "
+            "back what the loop body began"
+        )
+
+
 def _process(
     consumer: Consumer, target: _Target, batch_size: int, idle: float | None
 ) -> Iterator[Message]:
@@ -635,13 +647,7 @@ def _process(
             if idle is not None:
                 return
             continue
-        if target.in_transaction():
-            consumer._rewind({m.message_id.partition for m in batch})
-            raise errors.InvalidArgumentError(
-                "process() commits one transaction per batch, so the connection must not be "
-                "in a transaction when the loop asks for the next message: commit or roll "
-                "back what the loop body began"
-            )
+        check_between_batches(consumer, batch, target.in_transaction())
         done = False
         try:
             with target.transaction(), AttachedTransaction(target.original) as txn:

@@ -69,6 +69,22 @@ class ClientBase:
         assert row is not None
         return TxnId(row[0], row[1]), seconds, row[2]
 
+    @staticmethod
+    def _check_dsn(dsn: object) -> None:
+        if dsn is not None and not isinstance(dsn, str):
+            raise errors.InvalidArgumentError(
+                f"dsn must be a str such as 'postgresql://user@host/db', not {type(dsn).__name__}"
+            )
+
+    @staticmethod
+    def _no_attach_timeout(timeout: object) -> None:
+        if timeout is not None:
+            raise errors.InvalidArgumentError(
+                "an application transaction lasts as long as the connection's own "
+                "transaction: set a timeout there (e.g. SET LOCAL "
+                "idle_in_transaction_session_timeout), not here"
+            )
+
     def _limits_plan(self) -> Plan[tuple[int, float]]:
         """(coordinator count, TXN_MAX_TIMEOUT seconds), read once."""
         if self._txn_limits is None:
@@ -108,10 +124,7 @@ class Client(ClientBase):
     def __init__(
         self, dsn: str | None = None, *, settings: Settings | None = None, **overrides: Any
     ) -> None:
-        if dsn is not None and not isinstance(dsn, str):
-            raise errors.InvalidArgumentError(
-                f"dsn must be a str such as 'postgresql://user@host/db', not {type(dsn).__name__}"
-            )
+        self._check_dsn(dsn)
         self.settings = settings or load_settings(**overrides)
         self.embedded: EmbeddedServer | None = None
         dsn = dsn or self.settings.dsn
@@ -226,12 +239,7 @@ class Client(ClientBase):
             from txnq.app_transaction import attach
 
             self._check_open()
-            if timeout is not None:
-                raise errors.InvalidArgumentError(
-                    "an application transaction lasts as long as the connection's own "
-                    "transaction: set a timeout there (e.g. SET LOCAL "
-                    "idle_in_transaction_session_timeout), not here"
-                )
+            self._no_attach_timeout(timeout)
             return attach(connection, client=self)
         from txnq.transaction import Transaction
 

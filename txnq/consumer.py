@@ -479,6 +479,8 @@ class ConsumerBase:
             )
             for partition, (offsets, indexes) in sorted(per_partition.items())
         ]
+        if not calls:
+            return  # an empty list acknowledges nothing
         # Acks are idempotent: on a lost connection, reconnect and try once more.
         yield from retried_once(calls[0] if len(calls) == 1 else Batch(calls, atomic=True))
 
@@ -539,6 +541,8 @@ class ConsumerBase:
         """One ack_v2 call per partition; several run in one PostgreSQL
         transaction (cursor rows locked in partition order), so a list of
         messages is acknowledged all or nothing."""
+        if not calls:
+            return  # an empty list acknowledges nothing
         steps = [Call("ack", call, "value") for call in calls]
         if expected_generation is not None:
             steps.append(Call("cursor_generation", calls[0], "value"))

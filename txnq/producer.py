@@ -377,8 +377,7 @@ class ProducerBase:
         return batches
 
     def _write_plan(self, partition: int, batch: _Batch) -> Plan[BaseException | None]:
-        """Append a batch and settle its future; returns its error, if any (a
-        transaction's is for the face to record on the transaction)."""
+        """Append a batch and settle its future; returns its error, if any."""
         try:
             offset = yield from self._append_plan(
                 partition,
@@ -391,6 +390,10 @@ class ProducerBase:
         except errors.TxnqError as exc:
             if batch.txn is None:
                 self._unreported = self._unreported or exc
+            else:
+                # Recorded before the future settles: a commit that waited for
+                # this batch then sees the failure and aborts.
+                batch.txn._record_failure(exc)
             batch.future.set_exception(exc)
             return exc
         batch.future.set_result(offset)
@@ -449,7 +452,8 @@ class ProducerBase:
             try:
                 row = yield Call(query, params, raw=True)
                 break
-            except psycopg.OperationalError as exc:
+            except (psycopg.OperationalError, errors.ServerUnavailableError) as exc:
+                # A lost connection (or the face could not reconnect yet).
                 if time.monotonic() + delay > deadline:
                     self._failure = errors.TimeoutError(
                         f"could not write to PostgreSQL for {self._send_timeout}s ({exc}); the "
@@ -477,17 +481,6 @@ class ProducerBase:
                 if isinstance(mapped, errors.ProducerFencedError):
                     self._failure = mapped
                 raise mapped from None
-            except errors.ServerUnavailableError as exc:
-                # The face could not reconnect: retried like a lost connection.
-                if time.monotonic() + delay > deadline:
-                    self._failure = errors.TimeoutError(
-                        f"could not write to PostgreSQL for {self._send_timeout}s ({exc}); the "
-                        "last batch may or may not be written: create a new producer to go on"
-                    )
-                    raise self._failure from None
-                yield Sleep(delay)
-                delay = min(delay * 2, 1.0)
-                yield Reconnect()
         assert row is not None
         offset, _publish_time, _duplicate, roll_entry_log = row
         self._next_sequence[partition] = first_sequence + len(payloads)
@@ -830,9 +823,7 @@ class Producer(ProducerBase):
                 batches = self._take(partition)
             for batch in batches:
                 try:
-                    failure = run(self._write_plan(partition, batch), self._io)
-                    if failure is not None and batch.txn is not None:
-                        cast("Transaction", batch.txn)._record_failure(failure)
+                    run(self._write_plan(partition, batch), self._io)
                 finally:
                     with self._cond:
                         self._pending -= len(batch.payloads)

@@ -165,6 +165,11 @@ class TransactionBase:
         txn._check_client(client)
         return txn
 
+    def _record_failure(self, exc: BaseException) -> None:
+        """A queued send of this transaction failed (the face's override may
+        also read the state from the server)."""
+        self._note_failure(exc)
+
     def _note_failure(self, exc: BaseException) -> bool:
         """A queued send of this transaction failed: commit() will abort.
         True when the face should refresh the state from the server."""
@@ -360,10 +365,12 @@ class Transaction(TransactionBase):
             super()._join_consumer(consumer)
 
     def _record_failure(self, exc: BaseException) -> None:
-        """A queued send of this transaction failed: commit() will abort."""
-        with self._lock:
-            if self._note_failure(exc):
-                self._run(self._refresh_state_plan())
+        """A queued send of this transaction failed: commit() will abort.
+        Called by a producer's flush thread holding its I/O lock, so it does
+        not take the transaction's lock: commit() holds that while it waits
+        for the same I/O lock to flush (the two would deadlock)."""
+        if self._note_failure(exc):
+            self._run(self._refresh_state_plan())
 
     def _run(self, plan: Plan[T]) -> T:
         with self._client._io() as io:
