@@ -303,6 +303,9 @@ class Consumer:
         self._nacked: list[tuple[float, int, Message]] = []
         # Partitions acknowledged in each open transaction: rewound if it aborts.
         self._txn_partitions: dict[TxnId, set[int]] = {}
+        # Shared types: messages a transactional ack failed on, per transaction
+        # (partition -> offsets, batch indexes): given back if it aborts.
+        self._txn_unacked: dict[TxnId, dict[int, tuple[list[int], list[int]]]] = {}
         self._nack_counter = 0
         self._redeliveries: dict[MessageId, int] = {}
         self._closed = False
@@ -659,21 +662,33 @@ class Consumer:
             }
             for partition, (offsets, indexes) in sorted(per_partition.items())
         ]
-        with self._ack_lock:
-            for attempt in (1, 2):
-                try:
-                    with translated_errors():
-                        conn = self._ack_proxy.driver_connection
-                        with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
-                            for call in calls:
-                                conn.execute(QUERIES["ack_shared"], call)
-                    return
-                except psycopg.OperationalError:
-                    # Acks are idempotent: reconnect and try once more.
-                    if attempt == 2:
-                        raise
-                    self._ack_proxy.invalidate()
-                    self._ack_proxy = self._client.checkout()
+        try:
+            with self._ack_lock:
+                for attempt in (1, 2):
+                    try:
+                        with translated_errors():
+                            conn = self._ack_proxy.driver_connection
+                            with conn.transaction() if len(calls) > 1 else contextlib.nullcontext():
+                                for call in calls:
+                                    conn.execute(QUERIES["ack_shared"], call)
+                        return
+                    except psycopg.OperationalError:
+                        # Acks are idempotent: reconnect and try once more.
+                        if attempt == 2:
+                            raise
+                        self._ack_proxy.invalidate()
+                        self._ack_proxy = self._client.checkout()
+        except BaseException:
+            if txn is not None:
+                # Refused (a conflict) or unknown: these claims are not marked
+                # with the transaction, so its abort would not give them back.
+                with self._cond:
+                    unacked = self._txn_unacked.setdefault(txn.txn_id, {})
+                    for partition, (offsets, indexes) in per_partition.items():
+                        known = unacked.setdefault(partition, ([], []))
+                        known[0].extend(offsets)
+                        known[1].extend(indexes)
+            raise
 
     def _identify(self, item: object) -> tuple[MessageId, int | None]:
         """The message id and its entry's batch size (None: unknown, the server looks it up)."""
@@ -827,9 +842,36 @@ class Consumer:
         lives (and a later cumulative ack would cover them unprocessed)."""
         with self._cond:
             partitions = self._txn_partitions.pop(txn_id, set())
+            unacked = self._txn_unacked.pop(txn_id, {})
             if not rewind or not self._drop_fetched(partitions):
                 return
+        if unacked:
+            self._give_back(unacked)
         self._wake_fetcher()
+
+    def _give_back(self, unacked: dict[int, tuple[list[int], list[int]]]) -> None:
+        """Shared types, a transaction aborted: the messages its acknowledgement
+        was refused for are deliverable again at once (nack_shared_v1 with no
+        delay: only the claims this consumer still holds outside a transaction;
+        the ones the transaction holds its abort releases). Without this a live
+        consumer would keep them for good (found by the chaos copier: a copier
+        aborts on a conflict and receives its next batch)."""
+        for partition, (offsets, indexes) in sorted(unacked.items()):
+            try:
+                self._ack_call(
+                    "nack_shared",
+                    {
+                        "topic_id": self._topic_id,
+                        "partition": partition,
+                        "subscription_id": self.subscription_id,
+                        "consumer_id": self.consumer_id,
+                        "offsets": offsets,
+                        "batch_indexes": indexes,
+                        "delays": [0.0] * len(offsets),
+                    },
+                )
+            except (psycopg.Error, errors.TxnqError):
+                pass  # closing or a lost server: its lease or close releases them
 
     # -- seeking and unsubscribing -----------------------------------------
 
@@ -1034,9 +1076,18 @@ class Consumer:
                 for p in list(self._assigned):
                     self._forget_partition(p)
                 self._assigned.clear()
+            if self._shared:
+                # The session may outlive the connection (its lease held): the
+                # claims of the queue just dropped, and any a claim_v1 whose
+                # reply was lost made, are this consumer's; nobody else would
+                # ever release them while it lives. Give them all back.
+                self._fetch_conn.execute(
+                    QUERIES["release_claims"],
+                    {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
+                )
             self._heartbeat_due = 0.0
         except (psycopg.Error, errors.TxnqError):
-            pass  # tried again on the next loop
+            self._fetch_conn.close()  # reconnect (and release) again on the next loop
 
     def _has_room(self) -> bool:
         with self._cond:
@@ -1110,11 +1161,16 @@ class Consumer:
     def _forget_partition(self, partition: int) -> None:
         """Drop what was fetched of a partition (caller holds _cond): it will be
         fetched again from the cursor, by this consumer or the next owner."""
+        key = (self.topic, partition)
         self._epoch[partition] = self._epoch.get(partition, 0) + 1
         self._read_position.pop(partition, None)
         self._generation.pop(partition, None)
-        if any(m.message_id.partition == partition for m in self._queue):
-            self._queue = deque(m for m in self._queue if m.message_id.partition != partition)
+        # In place and by topic too: a retry-letter consumer shares its parent's
+        # queue (a new deque, or the parent's messages dropped, strands claims).
+        kept = [m for m in self._queue if (m.message_id.topic, m.message_id.partition) != key]
+        if len(kept) != len(self._queue):
+            self._queue.clear()
+            self._queue.extend(kept)
         self._nacked = [n for n in self._nacked if n[2].message_id.partition != partition]
         heapq.heapify(self._nacked)
 
