@@ -1002,3 +1002,105 @@ def test_a_retry_letter_consumer_reconnecting_strands_nothing_of_its_parent(
         assert_nothing_more(consumer, 0.3)
     finally:
         consumer.close()
+
+
+def test_a_dead_consumers_transaction_held_claims_come_back_when_it_times_out(
+    client: txnq.Client, dsn: str, worker: CoordinatorWorker
+) -> None:
+    """The other suspects of the copier stall, at the SQL level: a consumer
+    session holds claims, acknowledges some in a transaction, and its
+    connection dies (as in a PostgreSQL restart) and its lease runs out. The
+    heartbeat of a live consumer releases what it held outside the
+    transaction; the transaction's claims stay held until its timeout aborts
+    it, then come back too; the dead session's row may stay, but holds nothing."""
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    with psycopg.connect(dsn, autocommit=True) as ghost:
+        subscription_id = ghost.execute(
+            "SELECT txnq.subscribe_v1(%s, 'workers', 'shared', 'read_committed', 'earliest')",
+            (topic_id,),
+        ).fetchone()[0]  # type: ignore[index]
+        with client.producer("jobs") as producer:
+            for i in range(4):
+                producer.send(f"m{i}")
+        consumer_id = ghost.execute(
+            "SELECT txnq.register_consumer_v1(%s, 'ghost', 0, 0.5)", (subscription_id,)
+        ).fetchone()[0]  # type: ignore[index]
+        params = {"topic_id": topic_id, "subscription_id": subscription_id}
+        assert claim_offsets(ghost, {**params, "consumer_id": consumer_id}, 4) == [0, 1, 2, 3]
+        txn = client.new_transaction(timeout="1s")
+        ghost.execute(
+            "SELECT txnq.ack_shared_v2(%s, 0, %s, '{0,1}', '{0,0}', %s, %s)",
+            (topic_id, subscription_id, txn.txn_id.tc_id, txn.txn_id.seq),
+        )
+        sql(dsn, "SELECT pg_terminate_backend(%s)", (ghost.info.backend_pid,))
+    time.sleep(0.6)  # the lease runs out
+    with shared(client, "live") as live:
+        # Its heartbeat releases what the dead session held outside the transaction.
+        got = receive_messages(live, 2, timeout=5)
+        assert sorted(m.value for m in got) == [b"m2", b"m3"]
+        live.acknowledge(got)
+        assert_nothing_more(live, 0.3)  # the transaction still holds m0 and m1
+        time.sleep(0.5)
+        client.query("abort_timed_out", {"max_count": 100})
+        again = receive_messages(live, 2, timeout=10)
+        assert sorted(m.value for m in again) == [b"m0", b"m1"]
+        assert all(m.redelivery_count == 1 for m in again)
+        live.acknowledge(again)
+    assert cursor_and_claims(dsn) == ([3], 0)
+
+
+def test_two_transactions_acknowledging_one_message_at_once_conflict(
+    client: txnq.Client, dsn: str
+) -> None:
+    """A message delivered twice (released while its first consumer still
+    worked on it: a lease ran out, a lost connection) is acknowledged by two
+    transactions at the same moment. The second waits for the first's row
+    lock; it must then see the first's mark and conflict, not return as if it
+    held the message (it held nothing: its commit would publish output for a
+    message the first transaction's abort delivers again)."""
+    from txnq.queries import QUERIES
+
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    client.producer("jobs").send("m0")
+    with shared(client, "a") as a:
+        message = receive_messages(a, 1)[0]
+        first, second = client.new_transaction(), client.new_transaction()
+
+        def params(txn: txnq.Transaction) -> dict[str, Any]:
+            return {
+                "topic_id": topic_id,
+                "partition": 0,
+                "subscription_id": a.subscription_id,
+                "offsets": [0],
+                "batch_indexes": [0],
+                "txn_tc": txn.txn_id.tc_id,
+                "txn_seq": txn.txn_id.seq,
+            }
+
+        outcome: list[object] = []
+        with (
+            psycopg.connect(dsn) as holding,
+            psycopg.connect(dsn, autocommit=True) as racing,
+        ):
+            holding.execute(QUERIES["ack_shared"], params(first))  # not committed yet
+
+            def race() -> None:
+                try:
+                    outcome.append(racing.execute(QUERIES["ack_shared"], params(second)).fetchone())
+                except psycopg.Error as exc:
+                    outcome.append(exc.sqlstate)
+
+            thread = threading.Thread(target=race)
+            thread.start()
+            wait_for_lock_wait(dsn, racing.info.backend_pid)
+            holding.commit()
+            thread.join(timeout=10)
+        assert outcome == ["TQ012"]
+        second.abort()
+        first.abort()
+        again = receive_messages(a, 1, timeout=5)[0]
+        assert again.message_id == message.message_id
+        a.acknowledge(again)
+    assert cursor_and_claims(dsn) == ([0], 0)
