@@ -854,3 +854,253 @@ def test_a_consumer_whose_lease_ran_out_hands_out_nothing_from_its_queue(
         consumer.acknowledge(rest)
     finally:
         consumer.close()
+
+
+# -- liveness: no claim stays with a live consumer that no longer has it ------------------
+# (The chaos copier on a shared subscription stalled at 19,500 of 20,000: a live
+# copier held a batch of claims it would never hand out.)
+
+
+def held_by(dsn: str, consumer: txnq.Consumer) -> int:
+    return int(
+        sql_value(
+            dsn,
+            "SELECT count(*) FROM txnq.claims WHERE consumer_id = %s AND txn_tc IS NULL",
+            (consumer.consumer_id,),
+        )
+    )
+
+
+def test_a_lost_fetch_connection_does_not_strand_the_claims_in_the_receive_queue(
+    client: txnq.Client, dsn: str
+) -> None:
+    """The fetch connection breaks (PostgreSQL restarts; here its backend is
+    terminated) while claimed messages wait in the receive queue. The consumer
+    reconnects and keeps its session (the lease outlives the outage), so no
+    heartbeat of anybody releases its claims; reconnecting drops the queue, so
+    it must give those claims back (and any a lost claim_v1 reply made), or
+    they are never delivered again while it lives."""
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(10):
+            producer.send(f"m{i}")
+    consumer = shared(client, "a", receiver_queue_size=10, lease="30s")
+    try:
+        first = receive_messages(consumer, 1)[0]
+        consumer.acknowledge(first)
+        wait_until(lambda: held_by(dsn, consumer) == 9, what="nine claims queued")
+        session = consumer.consumer_id
+        fetch_backend = (
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'txnq-consumer-a'"
+        )
+        killed = sql_value(dsn, fetch_backend)
+        assert sql_value(dsn, "SELECT pg_terminate_backend(%s)", (killed,))
+        wait_until(
+            lambda: [row for row in sql(dsn, fetch_backend) if row[0] != killed],
+            what="the fetch connection back",
+        )
+        time.sleep(0.5)  # its first heartbeat and claim round after reconnecting
+        rest = receive_messages(consumer, 9, timeout=10)
+        assert consumer.consumer_id == session  # the same session: its lease held
+        assert sorted(m.value for m in rest) == [f"m{i}".encode() for i in range(1, 10)]
+        consumer.acknowledge(rest)
+        assert_nothing_more(consumer, 0.3)
+    finally:
+        consumer.close()
+    assert cursor_and_claims(dsn) == ([9], 0)
+
+
+@pytest.mark.parametrize("subscription_type", ["shared", "key_shared"])
+def test_an_aborted_transaction_gives_back_what_it_failed_to_acknowledge(
+    client: txnq.Client, dsn: str, subscription_type: str
+) -> None:
+    """A copier's transactional ack of its batch is refused (another transaction
+    holds one of the messages: a redelivery after a lease ran out), so it aborts.
+    The rest of its batch was never marked with the transaction: the abort
+    gives it back too (as abort() rewinds an exclusive/failover consumer), or
+    it stays with the live consumer for good."""
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(4):
+            producer.send(f"m{i}", key="k")
+    a = shared(client, "a", subscription_type=subscription_type, receiver_queue_size=4)
+    b = shared(client, "b", subscription_type=subscription_type, receiver_queue_size=4)
+    try:
+
+        def batch() -> tuple[txnq.Consumer, list[txnq.Message]] | None:
+            for consumer in (a, b):
+                got = consumer.batch_receive(4, timeout="50ms")
+                if got:
+                    return consumer, got
+            return None
+
+        holder, messages = wait_until(batch, what="a batch")
+        other = b if holder is a else a
+        while len(messages) < 4:
+            messages += holder.batch_receive(4 - len(messages), timeout="1s")
+        # The other consumer's transaction holds the first message.
+        first = client.new_transaction()
+        other.acknowledge(messages[0], txn=first)
+        txn = client.new_transaction()
+        with pytest.raises(errors.TransactionConflictError):
+            holder.acknowledge(messages, txn=txn)
+        txn.abort()
+        assert held_by(dsn, holder) == 0
+        first.commit()
+        again: list[txnq.Message] = []
+
+        def redelivered() -> bool:
+            for consumer in (a, b):
+                got = consumer.batch_receive(4, timeout="50ms")
+                again.extend(got)
+            return len(again) >= 3
+
+        wait_until(redelivered, timeout=10, what="the rest of the batch redelivered")
+        assert sorted(m.value for m in again) == [b"m1", b"m2", b"m3"]
+        assert all(m.redelivery_count == 1 for m in again)
+        with client.new_transaction() as committed:
+            a.acknowledge([m for m in again], txn=committed)
+        assert_nothing_more(a, 0.3)
+        assert_nothing_more(b, 0.1)
+    finally:
+        a.close()
+        b.close()
+    assert cursor_and_claims(dsn) == ([3], 0)
+
+
+def test_a_retry_letter_consumer_reconnecting_strands_nothing_of_its_parent(
+    client: txnq.Client, dsn: str
+) -> None:
+    """With retry_enable, a consumer of the retry topic delivers into its
+    parent's receive queue. When its fetch connection breaks it must drop only
+    its own messages from that queue (partition numbers repeat across topics),
+    and keep filling the parent's queue, not a copy of its own."""
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        for i in range(6):
+            producer.send(f"m{i}")
+    consumer = shared(client, "a", retry_enable=True, receiver_queue_size=6, lease="30s")
+    try:
+        first = receive_messages(consumer, 1)[0]
+        consumer.reconsume_later(first, "300ms")
+        wait_until(lambda: held_by(dsn, consumer) == 5, what="five claims queued")
+        fetch_backend = (
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'txnq-consumer-a-retry'"
+        )
+        killed = sql_value(dsn, fetch_backend)
+        assert sql_value(dsn, "SELECT pg_terminate_backend(%s)", (killed,))
+        wait_until(
+            lambda: [row for row in sql(dsn, fetch_backend) if row[0] != killed],
+            what="the retry consumer's fetch connection back",
+        )
+        time.sleep(0.5)
+        rest = receive_messages(consumer, 6, timeout=10)
+        assert sorted((m.message_id.topic, m.value) for m in rest) == [
+            ("jobs", f"m{i}".encode()) for i in range(1, 6)
+        ] + [("jobs-workers-RETRY", b"m0")]
+        consumer.acknowledge(rest)
+        assert_nothing_more(consumer, 0.3)
+    finally:
+        consumer.close()
+
+
+def test_a_dead_consumers_transaction_held_claims_come_back_when_it_times_out(
+    client: txnq.Client, dsn: str, worker: CoordinatorWorker
+) -> None:
+    """The other suspects of the copier stall, at the SQL level: a consumer
+    session holds claims, acknowledges some in a transaction, and its
+    connection dies (as in a PostgreSQL restart) and its lease runs out. The
+    heartbeat of a live consumer releases what it held outside the
+    transaction; the transaction's claims stay held until its timeout aborts
+    it, then come back too; the dead session's row may stay, but holds nothing."""
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    with psycopg.connect(dsn, autocommit=True) as ghost:
+        subscription_id = ghost.execute(
+            "SELECT txnq.subscribe_v1(%s, 'workers', 'shared', 'read_committed', 'earliest')",
+            (topic_id,),
+        ).fetchone()[0]  # type: ignore[index]
+        with client.producer("jobs") as producer:
+            for i in range(4):
+                producer.send(f"m{i}")
+        consumer_id = ghost.execute(
+            "SELECT txnq.register_consumer_v1(%s, 'ghost', 0, 0.5)", (subscription_id,)
+        ).fetchone()[0]  # type: ignore[index]
+        params = {"topic_id": topic_id, "subscription_id": subscription_id}
+        assert claim_offsets(ghost, {**params, "consumer_id": consumer_id}, 4) == [0, 1, 2, 3]
+        txn = client.new_transaction(timeout="1s")
+        ghost.execute(
+            "SELECT txnq.ack_shared_v2(%s, 0, %s, '{0,1}', '{0,0}', %s, %s)",
+            (topic_id, subscription_id, txn.txn_id.tc_id, txn.txn_id.seq),
+        )
+        sql(dsn, "SELECT pg_terminate_backend(%s)", (ghost.info.backend_pid,))
+    time.sleep(0.6)  # the lease runs out
+    with shared(client, "live") as live:
+        # Its heartbeat releases what the dead session held outside the transaction.
+        got = receive_messages(live, 2, timeout=5)
+        assert sorted(m.value for m in got) == [b"m2", b"m3"]
+        live.acknowledge(got)
+        assert_nothing_more(live, 0.3)  # the transaction still holds m0 and m1
+        time.sleep(0.5)
+        client.query("abort_timed_out", {"max_count": 100})
+        again = receive_messages(live, 2, timeout=10)
+        assert sorted(m.value for m in again) == [b"m0", b"m1"]
+        assert all(m.redelivery_count == 1 for m in again)
+        live.acknowledge(again)
+    assert cursor_and_claims(dsn) == ([3], 0)
+
+
+def test_two_transactions_acknowledging_one_message_at_once_conflict(
+    client: txnq.Client, dsn: str
+) -> None:
+    """A message delivered twice (released while its first consumer still
+    worked on it: a lease ran out, a lost connection) is acknowledged by two
+    transactions at the same moment. The second waits for the first's row
+    lock; it must then see the first's mark and conflict, not return as if it
+    held the message (it held nothing: its commit would publish output for a
+    message the first transaction's abort delivers again)."""
+    from txnq.queries import QUERIES
+
+    client.admin.create_topic("jobs")
+    topic_id = client.admin.get_topic("jobs").topic_id
+    client.producer("jobs").send("m0")
+    with shared(client, "a") as a:
+        message = receive_messages(a, 1)[0]
+        first, second = client.new_transaction(), client.new_transaction()
+
+        def params(txn: txnq.Transaction) -> dict[str, Any]:
+            return {
+                "topic_id": topic_id,
+                "partition": 0,
+                "subscription_id": a.subscription_id,
+                "offsets": [0],
+                "batch_indexes": [0],
+                "txn_tc": txn.txn_id.tc_id,
+                "txn_seq": txn.txn_id.seq,
+            }
+
+        outcome: list[object] = []
+        with (
+            psycopg.connect(dsn) as holding,
+            psycopg.connect(dsn, autocommit=True) as racing,
+        ):
+            holding.execute(QUERIES["ack_shared"], params(first))  # not committed yet
+
+            def race() -> None:
+                try:
+                    outcome.append(racing.execute(QUERIES["ack_shared"], params(second)).fetchone())
+                except psycopg.Error as exc:
+                    outcome.append(exc.sqlstate)
+
+            thread = threading.Thread(target=race)
+            thread.start()
+            wait_for_lock_wait(dsn, racing.info.backend_pid)
+            holding.commit()
+            thread.join(timeout=10)
+        assert outcome == ["TQ012"]
+        second.abort()
+        first.abort()
+        again = receive_messages(a, 1, timeout=5)[0]
+        assert again.message_id == message.message_id
+        a.acknowledge(again)
+    assert cursor_and_claims(dsn) == ([0], 0)

@@ -29,7 +29,15 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+)
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -646,6 +654,7 @@ class Consumer(ConsumerBase):
     _fetch_conn: psycopg.AsyncConnection[Any]
     _fetch_io: AsyncIO
     _task: asyncio.Task[None]
+    _background: set[asyncio.Task[Any]]
 
     @classmethod
     async def _open(
@@ -674,6 +683,7 @@ class Consumer(ConsumerBase):
             )
         self._cond = _Signal()
         self._queue = deque()
+        self._background = set()
         self._ack_lock = asyncio.Lock()
         self._ack_conn = None
         self._ack_io = AsyncIO(self._ack_connection, self._ack_reconnect)
@@ -810,6 +820,8 @@ class Consumer(ConsumerBase):
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+        if self._background:  # give-backs and wake-ups still running
+            await asyncio.gather(*self._background, return_exceptions=True)
         await self._run_ack(self._leave_plan())
         if self._ack_conn is not None:
             await self._ack_conn.close()
@@ -844,10 +856,24 @@ class Consumer(ConsumerBase):
                 await conn.close()
         await self._ack_connection()
 
+    def _give_back(self, unacked: dict[int, tuple[list[int], list[int]]]) -> None:
+        """After an abort (a sync call from the transaction's end): as a task."""
+        self._spawn(self._run_ack(self._give_back_plan(unacked)))
+
     def _wake_fetcher(self) -> None:
         """Wake the fetch task's LISTEN wait (from a transaction's end)."""
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(self._notify_self())
+        self._spawn(self._notify_self())
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` as a task of this consumer (kept until done: the loop
+        holds only weak references to tasks)."""
+        try:
+            task = asyncio.get_running_loop().create_task(work)
+        except RuntimeError:  # no running loop: nothing to wake
+            work.close()
+            return
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _notify_self(self) -> None:
         try:

@@ -285,6 +285,9 @@ class ConsumerBase:
         self._nacked: list[tuple[float, int, Message]] = []
         # Partitions acknowledged in each open transaction: rewound if it aborts.
         self._txn_partitions: dict[TxnId, set[int]] = {}
+        # Shared types: messages a transactional ack failed on, per transaction
+        # (partition -> offsets, batch indexes): given back if it aborts.
+        self._txn_unacked: dict[TxnId, dict[int, tuple[list[int], list[int]]]] = {}
         self._nack_counter = 0
         self._redeliveries: dict[MessageId, int] = {}
         self._closed = False
@@ -481,8 +484,20 @@ class ConsumerBase:
         ]
         if not calls:
             return  # an empty list acknowledges nothing
-        # Acks are idempotent: on a lost connection, reconnect and try once more.
-        yield from retried_once(calls[0] if len(calls) == 1 else Batch(calls, atomic=True))
+        try:
+            # Acks are idempotent: on a lost connection, reconnect and try once more.
+            yield from retried_once(calls[0] if len(calls) == 1 else Batch(calls, atomic=True))
+        except BaseException:
+            if txn is not None:
+                # Refused (a conflict) or unknown: these claims are not marked
+                # with the transaction, so its abort would not give them back.
+                with self._cond:
+                    unacked = self._txn_unacked.setdefault(txn.txn_id, {})
+                    for partition, (offsets, indexes) in per_partition.items():
+                        known = unacked.setdefault(partition, ([], []))
+                        known[0].extend(offsets)
+                        known[1].extend(indexes)
+            raise
 
     def _identify(self, item: object) -> tuple[MessageId, int | None]:
         """The message id and its entry's batch size (None: unknown, the server looks it up)."""
@@ -621,9 +636,42 @@ class ConsumerBase:
         lives (and a later cumulative ack would cover them unprocessed)."""
         with self._cond:
             partitions = self._txn_partitions.pop(txn_id, set())
+            unacked = self._txn_unacked.pop(txn_id, {})
             if not rewind or not self._drop_fetched(partitions):
                 return
+        if unacked:
+            self._give_back(unacked)
         self._wake_fetcher()
+
+    def _give_back(self, unacked: dict[int, tuple[list[int], list[int]]]) -> None:
+        """Run :meth:`_give_back_plan` (face-specific: at once, or as a task)."""
+        raise NotImplementedError
+
+    def _give_back_plan(self, unacked: dict[int, tuple[list[int], list[int]]]) -> Plan[None]:
+        """Shared types, a transaction aborted: the messages its acknowledgement
+        was refused for are deliverable again at once (nack_shared_v1 with no
+        delay: only the claims this consumer still holds outside a transaction;
+        the ones the transaction holds its abort releases). Without this a live
+        consumer would keep them for good (found by the chaos copier: a copier
+        aborts on a conflict and receives its next batch)."""
+        for partition, (offsets, indexes) in sorted(unacked.items()):
+            try:
+                yield from retried_once(
+                    Call(
+                        "nack_shared",
+                        {
+                            "topic_id": self._topic_id,
+                            "partition": partition,
+                            "subscription_id": self.subscription_id,
+                            "consumer_id": self.consumer_id,
+                            "offsets": offsets,
+                            "batch_indexes": indexes,
+                            "delays": [0.0] * len(offsets),
+                        },
+                    )
+                )
+            except (psycopg.Error, errors.TxnqError):
+                pass  # closing or a lost server: its lease or close releases them
 
     # -- seeking, unsubscribing, leaving ------------------------------------
 
@@ -778,16 +826,33 @@ class ConsumerBase:
                 yield from self._reconnect_fetch_plan()
 
     def _reconnect_fetch_plan(self) -> Plan[None]:
-        yield Sleep(min(self._poll_interval, 1.0))
-        try:
-            yield Reconnect()
-        except (psycopg.Error, errors.TxnqError):
-            return  # tried again on the next loop
-        with self._cond:
-            for p in list(self._assigned):
-                self._forget_partition(p)
-            self._assigned.clear()
-        self._heartbeat_due = 0.0
+        """A new fetch connection, until one works (or the consumer closes)."""
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+            yield Sleep(min(self._poll_interval, 1.0))
+            try:
+                yield Reconnect()
+                with self._cond:
+                    for p in list(self._assigned):
+                        self._forget_partition(p)
+                    self._assigned.clear()
+                if self._shared:
+                    # The session may outlive the connection (its lease held):
+                    # the claims of the queue just dropped, and any a claim_v1
+                    # whose reply was lost made, are this consumer's; nobody
+                    # else would ever release them while it lives. Give them
+                    # all back.
+                    yield Call(
+                        "release_claims",
+                        {"subscription_id": self.subscription_id, "consumer_id": self.consumer_id},
+                        "none",
+                    )
+            except (psycopg.Error, errors.TxnqError):
+                continue  # reconnect (and release) again
+            self._heartbeat_due = 0.0
+            return
 
     def _has_room(self) -> bool:
         with self._cond:
@@ -861,11 +926,16 @@ class ConsumerBase:
     def _forget_partition(self, partition: int) -> None:
         """Drop what was fetched of a partition (caller holds _cond): it will be
         fetched again from the cursor, by this consumer or the next owner."""
+        key = (self.topic, partition)
         self._epoch[partition] = self._epoch.get(partition, 0) + 1
         self._read_position.pop(partition, None)
         self._generation.pop(partition, None)
-        if any(m.message_id.partition == partition for m in self._queue):
-            self._queue = deque(m for m in self._queue if m.message_id.partition != partition)
+        # In place and by topic too: a retry-letter consumer shares its parent's
+        # queue (a new deque, or the parent's messages dropped, strands claims).
+        kept = [m for m in self._queue if (m.message_id.topic, m.message_id.partition) != key]
+        if len(kept) != len(self._queue):
+            self._queue.clear()
+            self._queue.extend(kept)
         self._nacked = [n for n in self._nacked if n[2].message_id.partition != partition]
         heapq.heapify(self._nacked)
 
@@ -1446,6 +1516,9 @@ class Consumer(ConsumerBase):
                 ) from exc
             conn = self._ack_proxy.driver_connection
         return conn
+
+    def _give_back(self, unacked: dict[int, tuple[list[int], list[int]]]) -> None:
+        self._run_ack(self._give_back_plan(unacked))
 
     def _ack_reconnect(self) -> None:
         self._ack_proxy.invalidate()
