@@ -945,7 +945,11 @@ def test_an_aborted_transaction_gives_back_what_it_failed_to_acknowledge(
         with pytest.raises(errors.TransactionConflictError):
             holder.acknowledge(messages, txn=txn)
         txn.abort()
-        assert held_by(dsn, holder) == 0
+        # The abort gave the three back (they are not asserted unheld here: the
+        # holder's fetch thread, woken by the abort, may claim them again at
+        # once, and on key_shared it owns their key). Without the give-back
+        # they stay claimed by the live holder, out of its queue, and the wait
+        # below times out.
         first.commit()
         again: list[txnq.Message] = []
 

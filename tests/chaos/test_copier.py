@@ -14,6 +14,12 @@ shared run once stalled at 19,500 of 20,000 (a live copier kept a batch of
 claims it would never hand out: its receive queue dropped on a lost
 connection, or a refused transactional ack); fixed in the consumer, see
 docs/subscriptions.md, Limits.
+
+Because it owns its server, a pass of the suite against ``TXNQ_TEST_DSN``
+(the second pass of ``.ci/run``, on the local PostgreSQL 15) would only repeat
+the first pass's run on the same embedded server: it is skipped there unless
+``TXNQ_CHAOS_SUBSCRIPTION_TYPE`` asks for it, which keeps CI well under its
+30 minutes with both types in it.
 """
 
 from __future__ import annotations
@@ -24,7 +30,17 @@ import pytest
 
 from bench.chaoslib.workloads import CopierConfig, run_copier
 
-pytestmark = [pytest.mark.chaos, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.chaos,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(
+        bool(os.environ.get("TXNQ_TEST_DSN"))
+        and not os.environ.get("TXNQ_CHAOS_SUBSCRIPTION_TYPE"),
+        reason="the copier owns an embedded PostgreSQL 18 whatever TXNQ_TEST_DSN says, so the "
+        "pass without TXNQ_TEST_DSN runs it; set TXNQ_CHAOS_SUBSCRIPTION_TYPE=failover,shared "
+        "to run it here too",
+    ),
+]
 
 
 SUBSCRIPTION_TYPES = os.environ.get("TXNQ_CHAOS_SUBSCRIPTION_TYPE", "failover,shared").split(",")
