@@ -600,3 +600,59 @@ def test_live_producers_and_consumers_follow_added_partitions(client: txnq.Clien
     assert {m.message_id.partition for m in received} == {0, 2}
     consumer.acknowledge(received)
     assert_nothing_more(consumer)
+
+
+# -- a read position behind the cursor ------------------------------------------------
+
+
+def test_a_fetch_never_returns_what_the_cursor_has_moved_past(
+    client: txnq.Client, dsn: str
+) -> None:
+    """fetch_v3: a read position older than the mark-delete offset (another
+    transaction acknowledged cumulatively after this consumer fetched) starts
+    at the mark-delete offset; fetch_v2 returned the acknowledged entries."""
+    client.admin.create_topic("orders")
+    produce(client, "orders", 6)
+    consumer = client.subscribe("orders", "billing", initial_position="earliest", **FAST)
+    received = receive_messages(consumer, 6)
+    consumer.acknowledge_cumulative(received[3])
+    assert cursor(dsn) == 3
+    params = {
+        "topic_id": client.admin.get_topic("orders").topic_id,
+        "partition": 0,
+        "subscription_id": consumer.subscription_id,
+        "after_offset": -1,  # a read position from before the ack
+        "max_entries": 100,
+        "max_bytes": 1 << 20,
+    }
+    assert [row["entry_offset"] for row in client.query("fetch", params)] == [4, 5]
+    old = sql(
+        dsn,
+        "SELECT entry_offset FROM txnq.fetch_v2(%(topic_id)s, %(partition)s, "
+        "%(subscription_id)s, %(after_offset)s, %(max_entries)s, %(max_bytes)s)",
+        params,
+    )
+    assert [row[0] for row in old] == [0, 1, 2, 3, 4, 5]  # what fetch_v3 fixes
+    consumer.close()
+
+
+def test_connections_raise_server_unavailable_while_postgresql_is_away(
+    client: txnq.Client,
+) -> None:
+    from txnq.storage import create_engine_for
+
+    # The client's pool pointed at a port nobody listens on: a server that is away.
+    reachable, client._engine = (
+        client._engine,
+        create_engine_for("postgresql://postgres@127.0.0.1:1/postgres"),
+    )
+    try:
+        with pytest.raises(errors.ServerUnavailableError, match="retry it"), client.connection():
+            pass
+        with pytest.raises(errors.ServerUnavailableError):
+            client.checkout()
+        with pytest.raises(errors.ServerUnavailableError):
+            client.admin.list_topics()
+    finally:
+        client._engine.dispose()
+        client._engine = reachable

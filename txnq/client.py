@@ -161,11 +161,11 @@ class Client(ClientBase):
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled autocommit psycopg connection for the duration of the block."""
-        self._check_open()
-        proxy = self._engine.raw_connection()
+        """A pooled autocommit psycopg connection for the duration of the block
+        (ServerUnavailableError while PostgreSQL cannot be reached)."""
+        proxy = self._checkout_or_unavailable()
         try:
-            conn: psycopg.Connection[Any] = proxy.driver_connection  # type: ignore[assignment]
+            conn: psycopg.Connection[Any] = proxy.driver_connection
             with translated_errors():
                 yield conn
         except psycopg.OperationalError:
@@ -176,9 +176,9 @@ class Client(ClientBase):
 
     def checkout(self) -> Any:
         """A pooled connection kept by a producer or consumer for its lifetime
-        (``.driver_connection`` is the psycopg connection; ``.close()`` returns it)."""
-        self._check_open()
-        return self._engine.raw_connection()
+        (``.driver_connection`` is the psycopg connection; ``.close()`` returns it).
+        Raises ServerUnavailableError while PostgreSQL cannot be reached."""
+        return self._checkout_or_unavailable()
 
     def query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """Run the named query and return its rows as dicts."""

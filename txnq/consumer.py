@@ -1507,13 +1507,9 @@ class Consumer(ConsumerBase):
         copier, whose consumers failed with AttributeError after a restart)."""
         conn = self._ack_proxy.driver_connection
         if conn is None:
-            try:
-                self._ack_proxy = self._client.checkout()
-            except psycopg.OperationalError as exc:
-                raise errors.ServerUnavailableError(
-                    f"PostgreSQL is unavailable ({exc}); the call changed nothing: retry it "
-                    "when the server is back"
-                ) from exc
+            # ServerUnavailableError ("the call changed nothing: retry it") while
+            # the server is away.
+            self._ack_proxy = self._client.checkout()
             conn = self._ack_proxy.driver_connection
         return conn
 
