@@ -4,11 +4,11 @@
 -- name: claim
 SELECT partition, entry_offset, batch_index, batch_size, publish_time, producer_id, sequence,
        payload, key, properties, event_time, redelivery_count
-  FROM txnq.claim_v1(%(topic_id)s, %(subscription_id)s, %(consumer_id)s, %(max_messages)s,
+  FROM txnq.claim_v2(%(topic_id)s, %(subscription_id)s, %(consumer_id)s, %(max_messages)s,
                      %(ack_timeout_seconds)s, %(max_redeliver_count)s, %(dead_letter_topic_id)s)
 
 -- name: ack_shared
-SELECT txnq.ack_shared_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s::bigint[],
+SELECT txnq.ack_shared_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s::bigint[],
                           %(batch_indexes)s::int[], %(txn_tc)s, %(txn_seq)s)
 
 -- name: nack_shared
