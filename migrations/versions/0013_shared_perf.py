@@ -27,6 +27,7 @@ depends_on = None
 SQL_FILES = [
     "schema/0013_shared_perf.sql",
     "functions/ack_shared_v3.sql",
+    "functions/claimed_messages_v1.sql",
     "functions/claim_v2.sql",
 ]
 
@@ -37,6 +38,8 @@ DROP INDEX txnq.claims_by_visibility;
 CREATE INDEX claims_by_visibility ON txnq.claims (subscription_id, visible_at);
 DROP FUNCTION txnq.ack_shared_v3(integer, integer, bigint, bigint[], integer[], integer, bigint);
 DROP FUNCTION txnq.claim_v2(integer, bigint, bigint, integer, double precision, integer, integer);
+DROP FUNCTION txnq.claimed_messages_v1(
+    integer, integer[], bigint[], integer[], integer[], integer[]);
 """
 
 

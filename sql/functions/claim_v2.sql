@@ -9,7 +9,9 @@
 -- Here the claims are picked and locked in one statement as before, then
 -- marked in the next: each found by its primary key (a LATERAL subquery, so
 -- no statistics can turn the join around) and updated by tuple id (locked,
--- they cannot change in between).
+-- they cannot change in between); the messages are then read from their
+-- entries by txnq.claimed_messages_v1 (a hash join, where v1's join of the
+-- entries with the claims was planned as a nested loop too).
 --
 -- Parameters: topic_id, subscription_id, consumer_id (a live session of the
 --   subscription), max_messages, ack_timeout_seconds (NULL: no ack timeout,
@@ -85,6 +87,8 @@ DECLARE
     v_picked_p integer[];
     v_picked_o bigint[];
     v_picked_i integer[];
+    v_sizes integer[];
+    v_delivered integer[];
     v_dead_letters boolean := p_max_redeliver_count IS NOT NULL AND p_dead_letter_topic_id IS NOT NULL;
     r record;
 BEGIN
@@ -150,7 +154,8 @@ BEGIN
     IF v_sub.subscription_type = 'shared' THEN
         -- Deliverable again: nacked, ack timeout passed, released, delayed and due.
         -- Picked and locked in one statement, marked in the next (by tuple id:
-        -- locked, the rows cannot change in between).
+        -- locked, the rows cannot change in between), then read from the
+        -- entries (txnq.claimed_messages_v1).
         SELECT coalesce(array_agg(x.p), '{}'), coalesce(array_agg(x.o), '{}'), coalesce(array_agg(x.i), '{}')
           INTO v_picked_p, v_picked_o, v_picked_i
           FROM (SELECT c.partition AS p, c.entry_offset AS o, c.batch_index AS i
@@ -160,7 +165,6 @@ BEGIN
                  ORDER BY c.visible_at
                  LIMIT p_max_messages
                    FOR UPDATE SKIP LOCKED) AS x;
-        RETURN QUERY
         WITH again AS (
             UPDATE txnq.claims c
                SET consumer_id = p_consumer_id, visible_at = v_hold, delivered = c.delivered + 1
@@ -175,14 +179,11 @@ BEGIN
             RETURNING c.partition AS p, c.entry_offset AS o, c.batch_index AS i, c.batch_size AS size,
                       c.delivered AS delivered
         )
-        SELECT a.p, a.o, a.i, a.size, e.publish_time, e.producer_id, e.first_sequence + a.i,
-               u.value, u.k, u.props, u.at, a.delivered - 1
-          FROM txnq.entries e
-          CROSS JOIN LATERAL unnest(e.payloads, e.keys, e.properties, e.event_times)
-                             WITH ORDINALITY AS u(value, k, props, at, n)
-          JOIN again a ON a.p = e.partition AND a.o = e.entry_offset AND a.i = u.n - 1
-         WHERE e.topic_id = p_topic_id AND (e.partition, e.entry_offset) IN (SELECT x.p, x.o FROM again x)
-         ORDER BY a.p, a.o, a.i;
+        SELECT array_agg(a.p), array_agg(a.o), array_agg(a.i), array_agg(a.size), array_agg(a.delivered)
+          INTO v_picked_p, v_picked_o, v_picked_i, v_sizes, v_delivered
+          FROM again a;
+        RETURN QUERY SELECT * FROM txnq.claimed_messages_v1(p_topic_id, v_picked_p, v_picked_o, v_picked_i,
+                                                           v_sizes, v_delivered);
         GET DIAGNOSTICS v_rows = ROW_COUNT;
         v_taken := v_rows;
 
@@ -278,8 +279,8 @@ BEGIN
           INTO v_picked_o, v_picked_i
           FROM picked p;
         -- Marked in the next statement, by tuple id (locked, the rows cannot
-        -- change in between; this does not move the clock read above).
-        RETURN QUERY
+        -- change in between; this does not move the clock read above), then
+        -- read from the entries (txnq.claimed_messages_v1).
         WITH again AS (
             UPDATE txnq.claims c
                SET consumer_id = p_consumer_id, visible_at = v_hold, delivered = c.delivered + 1
@@ -293,17 +294,14 @@ BEGIN
                              AND c2.subscription_id = p_subscription_id
                              AND c2.entry_offset = u.o AND c2.batch_index = u.i
                           OFFSET 0) AS x))
-            RETURNING c.entry_offset AS o, c.batch_index AS i, c.batch_size AS size, c.delivered AS delivered
+            RETURNING c.partition AS p, c.entry_offset AS o, c.batch_index AS i, c.batch_size AS size,
+                      c.delivered AS delivered
         )
-        SELECT v_p, a.o, a.i, a.size, e.publish_time, e.producer_id, e.first_sequence + a.i,
-               u.value, u.k, u.props, u.at, a.delivered - 1
-          FROM txnq.entries e
-          CROSS JOIN LATERAL unnest(e.payloads, e.keys, e.properties, e.event_times)
-                             WITH ORDINALITY AS u(value, k, props, at, n)
-          JOIN again a ON a.o = e.entry_offset AND a.i = u.n - 1
-         WHERE e.topic_id = p_topic_id AND e.partition = v_p
-           AND e.entry_offset IN (SELECT x.o FROM again x)
-         ORDER BY a.o, a.i;
+        SELECT array_agg(a.p), array_agg(a.o), array_agg(a.i), array_agg(a.size), array_agg(a.delivered)
+          INTO v_picked_p, v_picked_o, v_picked_i, v_sizes, v_delivered
+          FROM again a;
+        RETURN QUERY SELECT * FROM txnq.claimed_messages_v1(p_topic_id, v_picked_p, v_picked_o, v_picked_i,
+                                                           v_sizes, v_delivered);
         GET DIAGNOSTICS v_rows = ROW_COUNT;
         v_taken := v_taken + v_rows;
     END LOOP;
