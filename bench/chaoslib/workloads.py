@@ -402,8 +402,17 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
                 raise TimeoutError(
                     f"no progress for 60 s at {done} of {config.messages}:\n" + diagnose(dsn)
                 )
-            # Faults at their share of progress, and at least one transaction apart.
-            if plan and done >= max(thresholds[0] * config.messages, next_fault_after):
+            # Faults at their share of progress, at least one transaction apart --
+            # unless progress jumped past several shares in one poll (a burst
+            # after a lease ran out; shared copiers finish 20,000 in seconds):
+            # then every fault that is due fires now, or the copy could end
+            # before the plan does.
+            while plan and done >= thresholds[0] * config.messages:
+                overdue = done >= 0.9 * config.messages or (
+                    len(thresholds) > 1 and done >= thresholds[1] * config.messages
+                )
+                if done < next_fault_after and not overdue:
+                    break
                 kind, index = plan.pop(0)
                 thresholds.pop(0)
                 if kind == "copier":
@@ -420,6 +429,7 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
                     kind = f"postgres ({took:.1f}s)"
                 next_fault_after = done + config.txn_size
                 say(f"fault at {done}: {kind} {index}")
+                done = len(verifier.seen)
             time.sleep(0.1)
         copy_seconds = time.monotonic() - copy_started
         say(f"all {config.messages} copied in {copy_seconds:.1f}s; settling")
