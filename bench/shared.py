@@ -1,7 +1,9 @@
-"""Shared-subscription benchmark: consume + ack throughput with 1, 2 and 4
-consumers, next to the same claim loop on a plain table, in one run.
+"""Shared-subscription benchmark: consume + ack throughput with 1, 2, 4 and 8
+consumers, next to the single consumer of an exclusive subscription and the
+same claim loop on a plain table, in one run.
 
-    python bench/shared.py [--dsn DSN] [--messages 40000] [--batch 100] [--json]
+    python bench/shared.py [--dsn DSN] [--messages 40000] [--batch 100]
+                           [--consumers 1,2,4,8] [--json]
 
 Without --dsn (and TXNQ_DSN) it uses the embedded PostgreSQL under ./.txnq.
 Messages are 100 bytes on a 4-partition topic, produced beforehand (entries of
@@ -11,7 +13,9 @@ receiver_queue_size = --batch), acknowledge them in one call, until all
 messages are consumed (a shared counter). A fresh subscription per run starts
 at the earliest message; the figure is messages over the time from the start
 signal to the last acknowledgement; the run fails unless every message was
-consumed exactly once in total.
+consumed exactly once in total. The exclusive figure is one consumer of an
+exclusive subscription running the same loop (fetch instead of claims; the
+acknowledgement of a list is per message too).
 
 The PostgreSQL reference is the classic work-queue loop on a plain table with
 the same rows and consumer processes: per batch one transaction of
@@ -40,7 +44,7 @@ import txnq
 
 PAYLOAD_BYTES = 100
 PARTITIONS = 4
-CONSUMER_COUNTS = (1, 2, 4)
+CONSUMER_COUNTS = (1, 2, 4, 8)
 IDLE_LIMIT_SECONDS = 30.0
 
 PLAIN_TABLE = """
@@ -55,14 +59,21 @@ PLAIN_DELETE = "DELETE FROM txnq_bench_queue WHERE id = ANY(%s)"
 
 
 def txnq_consumer(
-    dsn: str, topic: str, subscription: str, batch: int, barrier: Barrier, done: Any, out: Any
+    dsn: str,
+    topic: str,
+    subscription: str,
+    batch: int,
+    kind: str,
+    barrier: Barrier,
+    done: Any,
+    out: Any,
 ) -> None:
     count = 0
     with txnq.Client(dsn) as client:
         consumer = client.subscribe(
             topic,
             subscription,
-            "shared",
+            kind,
             initial_position="earliest",
             receiver_queue_size=batch,
             poll_interval="100ms",
@@ -136,8 +147,19 @@ def main() -> int:
     parser.add_argument("--dsn", default=os.environ.get("TXNQ_DSN"))
     parser.add_argument("--messages", type=int, default=40_000)
     parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument(
+        "--consumers",
+        default=",".join(map(str, CONSUMER_COUNTS)),
+        help="consumer counts to measure, comma-separated (default 1,2,4,8)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    try:
+        counts = [int(c) for c in args.consumers.split(",")]
+    except ValueError:
+        parser.error("--consumers takes counts such as 1,2,4,8")
+    if args.messages < 1 or args.batch < 1 or not counts or min(counts) < 1:
+        parser.error("--messages, --batch and every consumer count must be positive")
 
     client = txnq.Client(args.dsn)
     dsn = client.dsn
@@ -150,12 +172,18 @@ def main() -> int:
         producer.flush()
 
     results: dict[str, float] = {}
+    results["txnq exclusive, 1 consumer"] = run(
+        txnq_consumer, (dsn, topic, "bench-exclusive", args.batch, "exclusive"), 1, args.messages
+    )
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(PLAIN_TABLE)
-        for consumers in CONSUMER_COUNTS:
+        for consumers in counts:
             subscription = f"bench-{consumers}"
             results[f"txnq shared, {consumers} consumer(s)"] = run(
-                txnq_consumer, (dsn, topic, subscription, args.batch), consumers, args.messages
+                txnq_consumer,
+                (dsn, topic, subscription, args.batch, "shared"),
+                consumers,
+                args.messages,
             )
             conn.execute("TRUNCATE txnq_bench_queue")
             for start in range(0, len(data), 1000):
@@ -176,8 +204,10 @@ def main() -> int:
         f"{args.messages} messages of {PAYLOAD_BYTES} bytes, {PARTITIONS} partitions, "
         f"batch {args.batch}, PostgreSQL {server // 10000}"
     )
+    exclusive = results["txnq exclusive, 1 consumer"]
+    print(f"txnq exclusive subscription, 1 consumer: {exclusive:,.0f} msg/s")
     print(f"{'consumers':>9} {'txnq shared msg/s':>18} {'plain table msg/s':>18} {'ratio':>7}")
-    for consumers in CONSUMER_COUNTS:
+    for consumers in counts:
         mine = results[f"txnq shared, {consumers} consumer(s)"]
         plain = results[f"plain table SKIP LOCKED, {consumers} consumer(s)"]
         print(f"{consumers:>9} {mine:>18,.0f} {plain:>18,.0f} {mine / plain:>7.0%}")
