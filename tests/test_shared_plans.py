@@ -24,7 +24,12 @@ REMOVED = re.compile(r"Rows Removed by (?:Join )?Filter: (\d+)")
 
 def removed_rows(plans: list[str]) -> int:
     """The largest number of rows one plan node filtered out, over its loops."""
-    worst = 0
+    return worst_plan(plans)[0]
+
+
+def worst_plan(plans: list[str]) -> tuple[int, str]:
+    """(rows filtered out by the worst node over its loops, that node's plan)."""
+    worst, where = 0, ""
     for plan in plans:
         loops = 1
         for line in plan.splitlines():
@@ -32,9 +37,9 @@ def removed_rows(plans: list[str]) -> int:
             if node:
                 loops = int(node.group(1))
             removed = REMOVED.search(line)
-            if removed:
-                worst = max(worst, int(removed.group(1)) * loops)
-    return worst
+            if removed and int(removed.group(1)) * loops > worst:
+                worst, where = int(removed.group(1)) * loops, plan
+    return worst, where
 
 
 @pytest.mark.parametrize("subscription_type", ["shared", "key_shared"])
@@ -110,4 +115,5 @@ def test_claim_nack_and_ack_filter_no_more_than_the_batch(dsn: str, subscription
         assert row is not None and row[0] == MESSAGES
         conn.execute("SET client_min_messages = notice")
     assert any("ack_shared_v3" in plan or "claims" in plan for plan in plans), plans[:3]
-    assert removed_rows(plans) <= 5 * MESSAGES
+    removed, where = worst_plan(plans)
+    assert removed <= 5 * MESSAGES, where

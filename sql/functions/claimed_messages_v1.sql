@@ -7,8 +7,11 @@
 --   columns of txnq.claim_v2 (redelivery_count = delivered - 1).
 -- Plan: each entry is looked up once by its primary key (a LATERAL subquery)
 --   and its arrays unnested together (subscripting detoasts the whole array
---   per message); its messages are matched with the claims in a hash or
---   merge join. Nested loops are off for this function alone (its SET
+--   per message), behind an OFFSET 0 fence with the batch index as a plain
+--   column; its messages are matched with the claims in a hash or merge join
+--   on (partition, offset, batch index). (Revision 0014: without the fence
+--   PostgreSQL 18 joined the claims to the entries first and then compared
+--   every claim with every unnested message, ~1,000,000 comparisons.) Nested loops are off for this function alone (its SET
 --   clause; the LATERAL ones stay, having no alternative): with the row
 --   estimates of arrays PostgreSQL otherwise chose one, comparing every
 --   message of the entries with every claim (1000 messages: ~1,000,000
@@ -43,20 +46,23 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    SELECT a.p, a.o, a.i, a.size, e.publish_time, e.producer_id, e.first_sequence + a.i,
-           u.value, u.k, u.props, u.at, a.delivered - 1
-      FROM (SELECT DISTINCT x.p, x.o FROM unnest(p_partitions, p_offsets) AS x(p, o)) AS d
-     CROSS JOIN LATERAL (
-           SELECT e.partition, e.entry_offset, e.publish_time, e.producer_id, e.first_sequence,
-                  e.payloads, e.keys, e.properties, e.event_times
-             FROM txnq.entries e
-            WHERE e.topic_id = p_topic_id AND e.partition = d.p AND e.entry_offset = d.o
-           OFFSET 0) AS e
-     CROSS JOIN LATERAL unnest(e.payloads, e.keys, e.properties, e.event_times)
-                        WITH ORDINALITY AS u(value, k, props, at, n)
+    SELECT a.p, a.o, a.i, a.size, m.publish_time, m.producer_id, m.first_sequence + a.i,
+           m.value, m.k, m.props, m.at, a.delivered - 1
+      FROM (SELECT e.partition, e.entry_offset, (u.n - 1)::integer AS i, e.publish_time,
+                   e.producer_id, e.first_sequence, u.value, u.k, u.props, u.at
+              FROM (SELECT DISTINCT x.p, x.o FROM unnest(p_partitions, p_offsets) AS x(p, o)) AS d
+             CROSS JOIN LATERAL (
+                   SELECT e.partition, e.entry_offset, e.publish_time, e.producer_id,
+                          e.first_sequence, e.payloads, e.keys, e.properties, e.event_times
+                     FROM txnq.entries e
+                    WHERE e.topic_id = p_topic_id AND e.partition = d.p AND e.entry_offset = d.o
+                   OFFSET 0) AS e
+             CROSS JOIN LATERAL unnest(e.payloads, e.keys, e.properties, e.event_times)
+                                WITH ORDINALITY AS u(value, k, props, at, n)
+            OFFSET 0) AS m
       JOIN unnest(p_partitions, p_offsets, p_batch_indexes, p_batch_sizes, p_delivered)
            AS a(p, o, i, size, delivered)
-        ON a.p = e.partition AND a.o = e.entry_offset AND a.i = u.n - 1
+        ON a.p = m.partition AND a.o = m.entry_offset AND a.i = m.i
      ORDER BY a.p, a.o, a.i;
 END;
 $$;
