@@ -33,6 +33,7 @@ transaction pooling).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import heapq
 import threading
@@ -160,7 +161,7 @@ def _attached(txn: object) -> bool:
     return isinstance(txn, _ATTACHED_TYPE)
 
 
-class ConsumerBase:
+class ConsumerBase(abc.ABC):
     """What the sync and asyncio consumers share: options, the receive-queue
     state, message decoding, and every exchange with PostgreSQL as a plan
     (txnq.plans): subscribing, the heartbeat, fetching and claiming, acks,
@@ -309,13 +310,13 @@ class ConsumerBase:
 
     # -- the face's part ----------------------------------------------------
 
+    @abc.abstractmethod
     def _wake_fetcher(self) -> None:
-        """Interrupt the fetch loop's wait (face-specific)."""
-        raise NotImplementedError
+        """Interrupt the fetch loop's wait (each face: a NOTIFY or a task)."""
 
+    @abc.abstractmethod
     def _checked_txn(self, txn: object) -> TransactionBase:
-        """``txn`` checked as a transaction of this face (face-specific)."""
-        raise NotImplementedError
+        """``txn`` checked as a transaction of this face (sync or asyncio)."""
 
     # -- receiving ----------------------------------------------------------
 
@@ -643,9 +644,9 @@ class ConsumerBase:
             self._give_back(unacked)
         self._wake_fetcher()
 
+    @abc.abstractmethod
     def _give_back(self, unacked: dict[int, tuple[list[int], list[int]]]) -> None:
-        """Run :meth:`_give_back_plan` (face-specific: at once, or as a task)."""
-        raise NotImplementedError
+        """Run :meth:`_give_back_plan` (each face: at once, or as a task)."""
 
     def _give_back_plan(self, unacked: dict[int, tuple[list[int], list[int]]]) -> Plan[None]:
         """Shared types, a transaction aborted: the messages its acknowledgement
