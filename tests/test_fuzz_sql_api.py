@@ -712,10 +712,11 @@ INVARIANTS = {
           JOIN txnq.ledgers l USING (topic_id, partition, ledger_id)
          WHERE e.entry_offset < l.first_offset OR e.entry_offset > l.last_offset""",
     "a stored message a consumer cannot read": """
-        SELECT format('entry %s:%s:%s: %s messages, %s keys, %s properties %s, event times %s',
-                      e.topic_id, e.partition, e.entry_offset, cardinality(e.payloads),
-                      cardinality(e.keys), cardinality(e.properties), left(e.properties::text, 80),
-                      e.event_times)
+        SELECT format('entry %s:%s:%s: %s messages, %s payloads (%s NULL), %s keys,'
+                      ' %s properties %s, event times %s', e.topic_id, e.partition,
+                      e.entry_offset, e.message_count, cardinality(e.payloads),
+                      cardinality(array_positions(e.payloads, NULL)), cardinality(e.keys),
+                      cardinality(e.properties), left(e.properties::text, 80), e.event_times)
           FROM txnq.entries e
          WHERE e.marker IS NULL AND (
                e.message_count <> cardinality(e.payloads) OR e.message_count < 1

@@ -5,9 +5,9 @@ Three steps, as in Pulsar and BookKeeper, each a function of a
 ``txnq gc run`` runs on demand:
 
 - :func:`expire_ttl` acknowledges, on every subscription's behalf, messages
-  older than their topic's TTL (``txnq.expire_ttl_v1``). Nothing is deleted.
+  older than their topic's TTL (``txnq.expire_ttl_v2``). Nothing is deleted.
 - :func:`apply_retention` deletes closed ledgers that every subscription has
-  consumed and that retention no longer keeps (``txnq.apply_retention_v1``):
+  consumed and that retention no longer keeps (``txnq.apply_retention_v2``):
   their metadata goes to DELETED; the rows stay until GC.
 - :func:`collect_entry_logs` drops a sealed entry log (a PostgreSQL partition
   of ``txnq.entries``) whose entries all belong to deleted ledgers: DETACH
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 #: active log just before the roll may still insert into it.
 SEALED_GRACE_SECONDS = 60.0
 
-#: Entry-log tables are named by roll_entry_log_v1 from an integer only.
+#: Entry-log tables are named by roll_entry_log_v2 from an integer only.
 _ENTRY_LOG_TABLE = re.compile(r"^entries_[0-9]+$")
 
 DETACH = sql.SQL("ALTER TABLE txnq.entries DETACH PARTITION {} CONCURRENTLY")
@@ -158,7 +158,11 @@ def expire_ttl(client: Client) -> LifecycleReport:
     """Acknowledge messages older than their topic's TTL on every subscription."""
     report = LifecycleReport("ttl", False, datetime.now(UTC))
     for topic in client.query("ttl_topics", {}):
-        for row in client.query("expire_ttl", {"topic_id": topic["topic_id"]}):
+        try:
+            rows = client.query("expire_ttl", {"topic_id": topic["topic_id"]})
+        except errors.TopicNotFoundError:
+            continue  # deleted since it was listed: nothing left to expire
+        for row in rows:
             report.items.append(CursorExpiry(topic=topic["name"], **row))
     if report.items:
         moved = sum(i.mark_delete_after - i.mark_delete_before for i in report.items)
@@ -170,7 +174,11 @@ def apply_retention(client: Client) -> LifecycleReport:
     """Delete the consumed ledgers that retention no longer keeps."""
     report = LifecycleReport("retention", False, datetime.now(UTC))
     for topic in client.query("retention_topics", {}):
-        for row in client.query("apply_retention", {"topic_id": topic["topic_id"]}):
+        try:
+            rows = client.query("apply_retention", {"topic_id": topic["topic_id"]})
+        except errors.TopicNotFoundError:
+            continue  # deleted since it was listed: its ledgers went with it
+        for row in rows:
             report.items.append(DeletedLedger(topic=topic["name"], **row))
     report.reclaimed_bytes = sum(i.size_bytes for i in report.items)
     if report.items:

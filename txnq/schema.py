@@ -113,6 +113,8 @@ entry_logs = Table(
     Column("dropped_at", TZ),
     # A COMPACTING log receives the live rows of this sealed log (revision 0004).
     Column("compacted_from", Integer),
+    # Of a COMPACTING log: the source rows its last catch-up counted (revision 0015).
+    Column("compaction_source_rows", BigInteger),
     Index(
         "entry_logs_one_compaction_per_source",
         "compacted_from",

@@ -99,7 +99,7 @@ async function main() {
       );
       const done = await one(
         db,
-        `SELECT e.state, txnq.complete_txn_v1($1, $2) AS final_state
+        `SELECT e.state, txnq.complete_txn_v2($1, $2) AS final_state
            FROM txnq.end_txn_v1($1, $2, $3) e`,
         [txn.tc_id, txn.txn_seq, commit]
       );

@@ -13,7 +13,7 @@ SELECT t.topic_id, t.name
 -- name: check_backlog_quota
 SELECT subscription_id, subscription, over_size, over_age, backlog_bytes, backlog_seconds,
        limit_bytes, limit_seconds, policy, evicted_entries
-  FROM txnq.check_backlog_quota_v1(%(topic_id)s)
+  FROM txnq.check_backlog_quota_v2(%(topic_id)s)
 
 -- name: set_backlog_quota
 -- set_*: whether to change that value; a NULL value means the server default.

@@ -61,17 +61,17 @@ SELECT topic_id, partition, subscription_id FROM txnq.txn_subscriptions
  ORDER BY topic_id, partition, subscription_id
 
 -- name: complete_txn_partition
-SELECT txnq.complete_txn_partition_v1(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s)
+SELECT txnq.complete_txn_partition_v2(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s)
 
 -- name: complete_txn_subscription
-SELECT txnq.complete_txn_subscription_v1(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s,
+SELECT txnq.complete_txn_subscription_v2(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s,
                                          %(subscription_id)s)
 
 -- name: finish_txn
-SELECT txnq.finish_txn_v1(%(txn_tc)s, %(txn_seq)s)
+SELECT txnq.finish_txn_v2(%(txn_tc)s, %(txn_seq)s)
 
 -- name: abort_timed_out
-SELECT tc_id, txn_seq FROM txnq.abort_timed_out_v1(%(max_count)s)
+SELECT tc_id, txn_seq FROM txnq.abort_timed_out_v2(%(max_count)s)
 
 -- name: coordinator_members
 -- The membership keys of the live workers of this database, in order: a

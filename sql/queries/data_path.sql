@@ -14,6 +14,9 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
   FROM txnq.append_v3(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
 
 -- name: roll_entry_log
+-- roll_entry_log_v1, a wrapper of v2 that runs as its owner: the one such
+-- function txnq.grant_roles_v1 leaves to txnq_client (an append that finds the
+-- entry log full rolls it).
 SELECT txnq.roll_entry_log_v1(%(force)s)
 
 -- name: register_producer

@@ -14,7 +14,7 @@ SELECT topic_id, name FROM txnq.topics WHERE ttl_seconds > 0 ORDER BY topic_id
 
 -- name: expire_ttl
 SELECT partition, subscription_id, mark_delete_before, mark_delete_after
-  FROM txnq.expire_ttl_v1(%(topic_id)s)
+  FROM txnq.expire_ttl_v2(%(topic_id)s)
 
 -- name: retention_topics
 -- Topics whose retention can delete something (not kept forever).
@@ -25,7 +25,7 @@ SELECT topic_id, name FROM txnq.topics
 
 -- name: apply_retention
 SELECT partition, ledger_id, first_offset, last_offset, size_bytes
-  FROM txnq.apply_retention_v1(%(topic_id)s)
+  FROM txnq.apply_retention_v2(%(topic_id)s)
 
 -- name: gc_try_lock
 -- One entry-log GC at a time across processes (session-level, on GC's own connection).
@@ -44,7 +44,7 @@ SELECT l.entry_log_id, l.table_name, l.sealed_at
  ORDER BY l.entry_log_id
 
 -- name: entry_log_usage
-SELECT entries, bytes, live_entries, live_bytes FROM txnq.entry_log_usage_v1(%(entry_log_id)s)
+SELECT entries, bytes, live_entries, live_bytes FROM txnq.entry_log_usage_v2(%(entry_log_id)s)
 
 -- name: entry_log_table_state
 -- exists: the table is there; attached: it is a partition of txnq.entries;
@@ -82,11 +82,11 @@ SELECT l.entry_log_id, l.table_name, l.state, l.created_at, l.sealed_at, l.dropp
  ORDER BY l.entry_log_id
 
 -- name: compaction_begin
-SELECT txnq.compaction_begin_v1(%(source)s)
+SELECT txnq.compaction_begin_v2(%(source)s)
 
 -- name: compaction_copy
 SELECT rows, bytes, last_topic, last_partition, last_offset
-  FROM txnq.compaction_copy_v1(%(target)s, %(after_topic)s, %(after_partition)s, %(after_offset)s,
+  FROM txnq.compaction_copy_v2(%(target)s, %(after_topic)s, %(after_partition)s, %(after_offset)s,
                                %(max_rows)s, %(max_bytes)s)
 
 -- name: compaction_resume_key
@@ -95,13 +95,13 @@ SELECT rows, bytes, last_topic, last_partition, last_offset
 SELECT topic_id, partition, entry_offset FROM txnq.compaction_last_key_v1(%(target)s)
 
 -- name: compaction_catch_up
-SELECT copied, source_rows FROM txnq.compaction_catch_up_v1(%(target)s)
+SELECT copied, source_rows FROM txnq.compaction_catch_up_v2(%(target)s)
 
 -- name: compaction_swap
-SELECT txnq.compaction_swap_v1(%(target)s, %(source_rows)s, %(lock_timeout)s)
+SELECT txnq.compaction_swap_v2(%(target)s, %(source_rows)s, %(lock_timeout)s)
 
 -- name: compaction_abandon
-SELECT txnq.compaction_abandon_v1(%(target)s)
+SELECT txnq.compaction_abandon_v2(%(target)s)
 
 -- name: compactions_without_source
 -- Compaction targets whose source is no longer a sealed log (dropped by GC

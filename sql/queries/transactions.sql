@@ -13,13 +13,13 @@ SELECT state, reason
 -- name: end_and_complete_txn
 -- Decision and marker phase in one statement, so one PostgreSQL transaction
 -- and one commit: the client's commit(wait=True) / abort(). end_txn_v1 (in
--- FROM) runs first; complete_txn_v1's statements then see its decision. If
+-- FROM) runs first; complete_txn_v2's statements then see its decision. If
 -- anything fails, nothing is decided and the call can be repeated.
-SELECT e.state, e.reason, txnq.complete_txn_v1(%(txn_tc)s, %(txn_seq)s) AS final_state
+SELECT e.state, e.reason, txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s) AS final_state
   FROM txnq.end_txn_v1(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
 
 -- name: complete_txn
-SELECT txnq.complete_txn_v1(%(txn_tc)s, %(txn_seq)s)
+SELECT txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s)
 
 -- name: bind_txn
 SELECT txnq.bind_txn_v1(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
