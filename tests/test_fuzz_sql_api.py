@@ -49,9 +49,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-#: Examples per function. About 75 functions: the whole file stays well under
-#: two minutes on a loaded two-core machine.
-EXAMPLES_PER_FUNCTION = 60
+#: Examples per function: a base, and more for each argument (a bad value is
+#: mostly tried one argument at a time). About 100 functions of 4 arguments
+#: on average: the whole file stays well under two minutes on a loaded
+#: two-core machine.
+EXAMPLES_BASE = 10
+EXAMPLES_PER_ARGUMENT = 20
 #: A call that takes longer is reported (57014) instead of holding the run.
 STATEMENT_TIMEOUT = "10s"
 
@@ -235,13 +238,27 @@ def build_world(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         " ARRAY['d-a1']::bytea[], NULL, NULL, NULL, NULL, NULL, now() + interval '1 hour')",
         w["topic_a"],
     )
-    # Entry log 2 is sealed, 3 takes new entries, and 2 is being compacted
-    # into 4 (two rows copied so far).
+    # Entry logs 2 and 3 are sealed, 4 takes new entries; 2 is being
+    # compacted into 5 (two rows copied so far), 3 into 6 (caught up: ready
+    # for the swap).
     w["log_sealed"] = one("SELECT active_entry_log_id FROM txnq.config")
+    w["log_sealed_too"] = one("SELECT txnq.roll_entry_log_v1(true)")
+    one(append, w["topic_b"], 0, None, None, None, [b"b-late"], None, None, None, None, None)
     w["log_active"] = one("SELECT txnq.roll_entry_log_v1(true)")
     one(append, w["topic_a"], 0, None, None, None, [b"late"], None, None, None, None, None)
     w["log_compacting"] = one("SELECT txnq.compaction_begin_v1(%s)", w["log_sealed"])
     one("SELECT rows FROM txnq.compaction_copy_v1(%s, -1, -1, -1, 2, 1048576)", w["log_compacting"])
+    w["log_caught_up"] = one("SELECT txnq.compaction_begin_v1(%s)", w["log_sealed_too"])
+    w["caught_up_rows"] = one(
+        "SELECT source_rows FROM txnq.compaction_catch_up_v1(%s)", w["log_caught_up"]
+    )
+    # The last offset of each partition (where its ledger may close).
+    for topic, partition in (("a", 0), ("a", 1), ("b", 0)):
+        w[f"last_{topic}_{partition}"] = one(
+            "SELECT next_offset - 1 FROM txnq.partitions WHERE topic_id = %s AND partition = %s",
+            w[f"topic_{topic}"],
+            partition,
+        )
     return w
 
 
@@ -275,13 +292,16 @@ TOPICS = [W("topic_a"), W("topic_b")]
 SUBSCRIPTIONS = [W(f"sub_{s}") for s in ("a_ex", "a_fo", "a_sh", "a_ks", "a_ru", "b_ex", "b_sh")]
 CONSUMERS = [W(f"consumer_{c}") for c in ("ex", "sh", "ks", "fo")]
 TXNS = ("open", "empty", "committed", "aborted", "committing")
-ENTRY_LOGS = [W(f"log_{s}") for s in ("dropped", "sealed", "active", "compacting")]
+ENTRY_LOGS = [
+    W(f"log_{s}") for s in ("dropped", "sealed", "sealed_too", "active", "compacting", "caught_up")
+]
 
 topic_ids = values(TOPICS, [*TOPICS, W("topic_gone"), None, 999, *INT4])
 partitions = values([0, 1], [2, None, 4096, *INT4])
 subscription_ids = values(SUBSCRIPTIONS, [*SUBSCRIPTIONS, None, 999_999, *INT8])
 consumer_ids = values(CONSUMERS, [*CONSUMERS, None, 999_999, *INT8])
-tc_ids = values([W(f"{t}_tc") for t in TXNS], [None, 16, 65535, *INT4])
+ENDED = ("committed", "aborted", "committing")
+tc_ids = values([W(f"{t}_tc") for t in TXNS], [*(W(f"{t}_tc") for t in ENDED), None, 16, *INT4])
 txn_seqs = values([W(f"{t}_seq") for t in TXNS], [None, 999_999, *INT8])
 entry_log_ids = values(ENTRY_LOGS, [None, 99, *INT4])
 offsets = values([0, 1, 2, 3, 4, 5, 6], [-1, -2, 7, 9, None, *INT8])
@@ -422,7 +442,9 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ("p_offset", "bigint"): offsets,
     ("p_after_offset", "bigint"): offsets,
     ("p_entry_offset", "bigint"): offsets,
-    ("p_last_offset", "bigint"): offsets,
+    ("p_last_offset", "bigint"): Arg(
+        st.sampled_from([W("last_a_0"), W("last_a_1"), W("last_b_0")]), offsets.bad
+    ),
     ("p_cumulative_offset", "bigint"): Arg(st.sampled_from([None, 0, 1, 2, 3]), offsets.bad),
     ("p_offsets", "bigint[]"): arrays(
         offsets, INT_PAIRS, Expr("array_fill(0::bigint, ARRAY[100000])")
@@ -449,10 +471,14 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ("p_points", "integer[]"): arrays(values([-100, 0, 100], [None, *INT4])),
     ("p_max_bytes", "bigint"): byte_counts,
     ("p_retention_bytes", "bigint"): Arg(st.sampled_from([-1, 0, 1 << 20]), byte_counts.bad),
-    ("p_source_rows", "bigint"): byte_counts,
+    ("p_source_rows", "bigint"): values([W("caught_up_rows")], [None, 0, 1, 100, -1, *INT8]),
     ("p_entry_log_id", "integer"): entry_log_ids,
-    ("p_source", "integer"): values([W("log_sealed")], [*ENTRY_LOGS, None, 99, *INT4]),
-    ("p_target", "integer"): values([W("log_compacting")], [*ENTRY_LOGS, None, 99, *INT4]),
+    ("p_source", "integer"): values(
+        [W("log_sealed"), W("log_sealed_too")], [*ENTRY_LOGS, None, 99, *INT4]
+    ),
+    ("p_target", "integer"): values(
+        [W("log_compacting"), W("log_caught_up")], [*ENTRY_LOGS, None, 99, *INT4]
+    ),
     ("p_timeout_seconds", "double precision"): seconds,
     ("p_lease_seconds", "double precision"): seconds,
     ("p_ack_timeout_seconds", "double precision"): seconds,
@@ -560,7 +586,7 @@ TXN_PLACES = [
 @st.composite
 def call_arguments(draw: st.DrawFn, arguments: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     names_ = [name for name, _ in arguments]
-    how_many = draw(st.sampled_from([0, 0, 0, 1, 1, 1, 2, len(names_)]))
+    how_many = draw(st.sampled_from([0, 0, 0, 1, 1, 1, 1, 2, len(names_)]))
     bad = set(draw(st.permutations(names_))[:how_many])
     chosen = {
         name: draw(ARGUMENTS[(name, kind)].bad if name in bad else ARGUMENTS[(name, kind)].valid)
@@ -575,8 +601,10 @@ def call_arguments(draw: st.DrawFn, arguments: tuple[tuple[str, str], ...]) -> d
         chosen.update({name: place[name] for name in valid(*place)})
     for tc in ("p_tc_id", "p_txn_tc"):
         if tc in chosen:
-            # One of the world's transactions, or (where it is optional) none.
-            txn = draw(st.sampled_from([*TXNS, None] if tc == "p_txn_tc" else TXNS))
+            # One of the world's transactions, any for the marker phase; for
+            # a write into a transaction, an open one or none (an ended one
+            # is among the bad values).
+            txn = draw(st.sampled_from(["open", "empty", None, None] if tc == "p_txn_tc" else TXNS))
             for name in valid(tc, "p_txn_seq"):
                 part = "tc" if name == tc else "seq"
                 chosen[name] = W(f"{txn}_{part}") if txn else None
@@ -908,14 +936,15 @@ class _Rejected(Exception):
     """The call failed (with a TQ code, or recorded otherwise): roll back."""
 
 
-FUZZ = settings(
-    max_examples=EXAMPLES_PER_FUNCTION,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+def fuzz_settings(arguments: int) -> settings:
+    return settings(
+        max_examples=EXAMPLES_BASE + EXAMPLES_PER_ARGUMENT * arguments,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -978,10 +1007,13 @@ def test_the_prepared_world_keeps_the_invariants(fuzzer: Fuzzer) -> None:
         "committing": "COMMITTING",
     }
     logs = dict(fuzzer.conn.execute("SELECT entry_log_id, state FROM txnq.entry_logs").fetchall())
-    assert [logs[w[n]] for n in ("log_dropped", "log_sealed", "log_active", "log_compacting")] == [
+    names = ("dropped", "sealed", "sealed_too", "active", "compacting", "caught_up")
+    assert [logs[w[f"log_{n}"]] for n in names] == [
         "DROPPED",
         "SEALED",
+        "SEALED",
         "ACTIVE",
+        "COMPACTING",
         "COMPACTING",
     ]
     for table in ("individual_acks", "pending_acks", "claims", "delayed_entries", "aborted_txns"):
@@ -998,7 +1030,7 @@ def test_public_functions_reject_bad_arguments_with_tq_codes_or_keep_the_invaria
         if any(argument not in ARGUMENTS for argument in arguments):
             continue  # test_every_public_function_is_fuzzed names it
 
-        @FUZZ
+        @fuzz_settings(len(arguments))
         @given(values=call_arguments(arguments))
         def fuzz(values: dict[str, Any]) -> None:
             fuzzer.call(function, arguments, values)  # noqa: B023 (runs within the iteration)
