@@ -529,3 +529,30 @@ def test_lifecycle_jobs_skip_a_topic_deleted_after_they_listed_it(
         assert [breach.topic for breach in report.items] == ["kept"]
     else:
         assert report.items == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"time_budget_seconds": float("nan")},
+        {"time_budget_seconds": float("inf")},
+        {"time_budget_seconds": -1},
+        {"max_bytes_per_second": float("inf")},
+        {"max_bytes_per_second": float("nan")},
+        {"grace_seconds": float("nan")},
+        {"grace_seconds": 1e300},
+        {"grace_seconds": -0.5},
+    ],
+)
+def test_gc_refuses_budgets_that_are_not_finite_numbers(
+    dsn: str, options: dict[str, float]
+) -> None:
+    from txnq import errors, lifecycle
+
+    with txnq.Client(dsn) as client, psycopg.connect(dsn, autocommit=True) as conn:
+        before = fingerprint(conn)
+        with pytest.raises(errors.InvalidArgumentError):
+            lifecycle.collect_entry_logs(client, **options)  # type: ignore[arg-type]
+        with pytest.raises(errors.InvalidArgumentError):
+            lifecycle.doctor(client, inactive_seconds=options.popitem()[1])
+        assert fingerprint(conn) == before

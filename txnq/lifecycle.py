@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import time
 from collections.abc import Callable
@@ -219,11 +220,20 @@ class _Budget:
             time.sleep(delay)
 
 
-def _number(value: Any, what: str) -> float:
+#: The longest age a lifecycle call compares with (PostgreSQL's intervals and
+#: timestamps overflow far beyond; nothing txnq keeps is this old).
+MAX_AGE_SECONDS = 1e9
+
+
+def _number(value: Any, what: str, maximum: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise errors.InvalidArgumentError(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise errors.InvalidArgumentError(f"{what} must be a finite number, not {value!r}")
     if value < 0:
         raise errors.InvalidArgumentError(f"{what} must not be negative (0: no limit)")
+    if maximum is not None and value > maximum:
+        raise errors.InvalidArgumentError(f"{what} must be at most {maximum:g}, not {value!r}")
     return float(value)
 
 
@@ -245,7 +255,7 @@ def collect_entry_logs(
     the next run. Raises :class:`~txnq.errors.GcBusyError` when another GC
     holds the lock.
     """
-    grace = _number(grace_seconds, "grace_seconds")
+    grace = _number(grace_seconds, "grace_seconds", MAX_AGE_SECONDS)
     if compaction not in COMPACTION_MODES:
         raise errors.InvalidArgumentError(
             f"compaction must be one of {', '.join(COMPACTION_MODES)}, got {compaction!r}"
@@ -607,6 +617,7 @@ def doctor(
     inactive = _number(
         client.settings.inactive_cursor_seconds if inactive_seconds is None else inactive_seconds,
         "inactive_seconds",
+        MAX_AGE_SECONDS,
     )
     if inactive <= 0:
         raise errors.InvalidArgumentError("inactive_seconds must be positive")

@@ -3,6 +3,11 @@ its arguments itself and checks the caller's permission on the topic; the
 argument checks shared by many functions live in txnq.require_*_v1, the
 permission checks in txnq.authorize*_v1.
 
+workers: the functions of the coordinator workers and the scheduler get a v2
+that checks its arguments (their v1 become wrappers); a compaction target
+records the source row count of its catch-up (entry_logs.compaction_source_rows),
+which the swap requires.
+
 Revision ID: 0015
 Revises: 0014
 Create Date: 2026-11-24
