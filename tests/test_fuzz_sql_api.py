@@ -7,8 +7,9 @@ arguments drawn from valid, edge and hostile values, against a small prepared
 world: two topics, partitions, subscriptions of each type, consumers, a
 producer, open, decided, committed and aborted transactions, messages with a
 batch entry, individual and pending acks, claims, a delayed message, a
-deleted ledger, and entry logs in every state (dropped, sealed, active, and a
-compaction in progress).
+deleted ledger, and entry logs in every state (dropped, sealed, active, and
+two compactions in progress: one partly copied, one caught up and ready for
+its swap).
 
 Each call runs in its own PostgreSQL transaction on an autocommit connection
 as the database owner, followed by ``SET CONSTRAINTS ALL IMMEDIATE`` (so what
