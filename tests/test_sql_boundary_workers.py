@@ -409,12 +409,31 @@ def test_compaction_copy_resumes_after_its_last_key_only(
     )
     assert one(conn, copy, (target, -1, -1, -1)) == (2, world.topic, 0, 1)
     message = assert_rejected(conn, "TQ005", copy, (target, world.topic, 0, 0))
-    assert "compaction_last_key_v1" in message
+    assert "compaction_last_key_v2" in message
     assert_rejected(conn, "TQ005", copy, (target, -1, -1, -1))
     for not_a_compaction in (None, 99, target - 1):
         assert_rejected(conn, "TQ005", copy, (not_a_compaction, -1, -1, -1))
     assert one(conn, copy, (target, world.topic, 0, 1)) == (2, world.topic, 0, 3)
     assert one(conn, copy, (target, world.topic, 0, 3))[0] == 0
+
+
+def test_compaction_last_key_names_what_is_not_a_compaction(
+    compaction: tuple[World, int, int],
+) -> None:
+    world, source, target = compaction
+    for version in ("v1", "v2"):
+        for function in ("compaction_last_key", "compaction_tables", "compaction_catch_up"):
+            for log in (None, source, 99):
+                message = assert_rejected(
+                    world.conn, "TQ005", f"SELECT * FROM txnq.{function}_{version}(%s)", (log,)
+                )
+                assert "not a compaction in progress" in message
+        assert (
+            world.conn.execute(
+                f"SELECT * FROM txnq.compaction_last_key_{version}(%s)", (target,)
+            ).fetchall()
+            == []
+        )
 
 
 def test_compaction_swap_takes_only_the_count_its_catch_up_recorded(

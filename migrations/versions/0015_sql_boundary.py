@@ -98,10 +98,12 @@ DROP FUNCTION txnq.roll_ledger_v2(integer, integer, bigint);
 DROP FUNCTION txnq.entry_log_usage_inspect_v2(integer);
 DROP FUNCTION txnq.entry_log_usage_v2(integer);
 DROP FUNCTION txnq.compaction_begin_v2(integer);
+DROP FUNCTION txnq.compaction_last_key_v2(integer);
 DROP FUNCTION txnq.compaction_copy_v2(integer, integer, integer, bigint, integer, bigint);
 DROP FUNCTION txnq.compaction_catch_up_v2(integer);
 DROP FUNCTION txnq.compaction_swap_v2(integer, bigint, text);
 DROP FUNCTION txnq.compaction_abandon_v2(integer);
+DROP FUNCTION txnq.compaction_tables_v2(integer);
 ALTER TABLE txnq.entry_logs DROP COLUMN compaction_source_rows;
 """
 

@@ -22,8 +22,10 @@
 --   compaction_abandon_v2   a NULL or unknown target is an error (v1 did
 --                           nothing); abandoning a log that is no longer
 --                           COMPACTING still does nothing (idempotent).
--- compaction_tables_v1, compaction_columns_v1 and compaction_last_key_v1 stay
--- as they are: internal helpers, and the last key's checks are the tables'.
+--   compaction_tables_v2    (an internal helper) and compaction_last_key_v2
+--                           name a NULL target and say what to pass.
+-- compaction_columns_v1 stays as it is (an internal helper with fixed
+-- arguments).
 --
 -- Table names come from integer ids only (entries_NNNNNN), quoted with %I.
 
@@ -70,13 +72,51 @@ BEGIN
 END;
 $$;
 
+-- compaction_tables_v2: the source and target tables of a compaction, checked.
+-- Errors: TQ005 the target is not a compaction in progress of a sealed log.
+CREATE OR REPLACE FUNCTION txnq.compaction_tables_v2(
+    p_target integer, OUT source_id integer, OUT source_table text, OUT target_table text
+)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    SELECT s.entry_log_id, s.table_name, t.table_name INTO source_id, source_table, target_table
+      FROM txnq.entry_logs t JOIN txnq.entry_logs s ON s.entry_log_id = t.compacted_from
+     WHERE t.entry_log_id = p_target AND t.state = 'COMPACTING' AND s.state = 'SEALED';
+    IF NOT FOUND OR source_table !~ '^entries_[0-9]+$' OR target_table !~ '^entries_[0-9]+$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('entry log %s is not a compaction in progress of a sealed entry log',
+                             coalesce(p_target::text, 'NULL')),
+            HINT = 'pass the entry_log_id that compaction_begin_v2 returned (a COMPACTING log)';
+    END IF;
+END;
+$$;
+
+-- compaction_last_key_v2: the last key copied into a compaction target (the
+-- copy goes in key order, so an interrupted one resumes after it); no row when
+-- the target is empty.
+-- Errors: TQ005 the target is not a compaction in progress.
+CREATE OR REPLACE FUNCTION txnq.compaction_last_key_v2(
+    p_target integer, OUT topic_id integer, OUT partition integer, OUT entry_offset bigint
+)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v record;
+BEGIN
+    SELECT * INTO v FROM txnq.compaction_tables_v2(p_target);
+    RETURN QUERY EXECUTE format(
+        'SELECT t.topic_id, t.partition, t.entry_offset FROM txnq.%I t
+          ORDER BY t.topic_id DESC, t.partition DESC, t.entry_offset DESC LIMIT 1', v.target_table);
+END;
+$$;
+
 -- compaction_copy_v2: copy the next chunk of live rows (their ledger is not
 -- DELETED; a row without a ledger row counts as live) of the source, in key
 -- order after (p_after_topic, p_after_partition, p_after_offset), into the
 -- target: at most p_max_rows rows and, past the first row, p_max_bytes payload
 -- bytes. Returns what it copied and the last key; rows = 0: done.
 -- The key starts at (-1, -1, -1) and resumes after the target's last key
--- (compaction_last_key_v1), never behind it.
+-- (compaction_last_key_v2), never behind it.
 -- Errors: TQ005 an argument is NULL, a budget is below 1, the key is behind
 --   the target's last key, or the target is not a compaction in progress.
 CREATE OR REPLACE FUNCTION txnq.compaction_copy_v2(
@@ -111,7 +151,7 @@ BEGIN
                              coalesce(p_max_bytes::text, 'NULL')),
             HINT = 'pass the chunk''s budget in rows and payload bytes (the first row always goes)';
     END IF;
-    SELECT * INTO v FROM txnq.compaction_tables_v1(p_target);
+    SELECT * INTO v FROM txnq.compaction_tables_v2(p_target);
     EXECUTE format('SELECT t.topic_id, t.partition, t.entry_offset FROM txnq.%I t
                      ORDER BY t.topic_id DESC, t.partition DESC, t.entry_offset DESC LIMIT 1',
                    v.target_table)
@@ -123,7 +163,7 @@ BEGIN
             MESSAGE = format('compaction %s has copied up to (%s, %s, %s): it cannot copy again after'
                              ' (%s, %s, %s)', p_target, v_last.topic_id, v_last.partition,
                              v_last.entry_offset, p_after_topic, p_after_partition, p_after_offset),
-            HINT = 'resume after the target''s last key (txnq.compaction_last_key_v1)';
+            HINT = 'resume after the target''s last key (txnq.compaction_last_key_v2)';
     END IF;
     EXECUTE format(
         'WITH chunk AS (
@@ -166,7 +206,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v record;
 BEGIN
-    SELECT * INTO v FROM txnq.compaction_tables_v1(p_target);
+    SELECT * INTO v FROM txnq.compaction_tables_v2(p_target);
     EXECUTE format('SELECT count(*) FROM txnq.%I', v.source_table) INTO source_rows;
     EXECUTE format(
         'INSERT INTO txnq.%2$I (%3$s, entry_log_id)
@@ -210,7 +250,7 @@ DECLARE
     v_rows bigint;
     v_late bigint := 0;
 BEGIN
-    SELECT * INTO v FROM txnq.compaction_tables_v1(p_target);
+    SELECT * INTO v FROM txnq.compaction_tables_v2(p_target);
     SELECT l.compaction_source_rows INTO v_counted FROM txnq.entry_logs l WHERE l.entry_log_id = p_target;
     IF v_counted IS NULL OR p_source_rows IS DISTINCT FROM v_counted THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',

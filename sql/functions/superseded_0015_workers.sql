@@ -115,6 +115,21 @@ SET search_path = pg_catalog, txnq, pg_temp AS $$
     SELECT txnq.compaction_begin_v2(p_source)
 $$;
 
+CREATE OR REPLACE FUNCTION txnq.compaction_tables_v1(
+    p_target integer, OUT source_id integer, OUT source_table text, OUT target_table text
+)
+LANGUAGE sql STABLE AS $$
+    SELECT t.source_id, t.source_table, t.target_table FROM txnq.compaction_tables_v2(p_target) t
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.compaction_last_key_v1(
+    p_target integer, OUT topic_id integer, OUT partition integer, OUT entry_offset bigint
+)
+RETURNS SETOF record
+LANGUAGE sql STABLE AS $$
+    SELECT k.topic_id, k.partition, k.entry_offset FROM txnq.compaction_last_key_v2(p_target) k
+$$;
+
 CREATE OR REPLACE FUNCTION txnq.compaction_copy_v1(
     p_target integer,
     p_after_topic integer,

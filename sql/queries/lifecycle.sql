@@ -92,7 +92,7 @@ SELECT rows, bytes, last_topic, last_partition, last_offset
 -- name: compaction_resume_key
 -- Where an interrupted compaction's copy goes on: the last key in its target
 -- (the copy runs in key order). NULL: start from the beginning.
-SELECT topic_id, partition, entry_offset FROM txnq.compaction_last_key_v1(%(target)s)
+SELECT topic_id, partition, entry_offset FROM txnq.compaction_last_key_v2(%(target)s)
 
 -- name: compaction_catch_up
 SELECT copied, source_rows FROM txnq.compaction_catch_up_v2(%(target)s)
