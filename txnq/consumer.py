@@ -284,6 +284,14 @@ class ConsumerBase(abc.ABC):
         # (partition, offset) of fetched entries -> the cursor generation they were fetched under
         self._fetched_generation: dict[tuple[int, int], int] = {}
         self._nacked: list[tuple[float, int, Message]] = []
+        # Acknowledged outside a transaction, as Pulsar's ack tracker keeps them
+        # for its isDuplicate check: (partition, offset, batch index; -1 the
+        # whole entry) above the last mark-delete offset seen, and that offset
+        # per partition. A fetch can still bring such a message back (one that
+        # ran before the ack committed, or a refetch after a rewind that the
+        # queue already held): it is never queued or handed out again.
+        self._acked: set[tuple[int, int, int]] = set()
+        self._mark_delete_seen: dict[int, int] = {}
         # Partitions acknowledged in each open transaction: rewound if it aborts.
         self._txn_partitions: dict[TxnId, set[int]] = {}
         # Shared types: messages a transactional ack failed on, per transaction
@@ -371,7 +379,12 @@ class ConsumerBase(abc.ABC):
             [
                 self._ack_params(partition, txn, offsets=offsets, indexes=indexes, sizes=sizes)
                 for partition, (offsets, indexes, sizes) in sorted(per_partition.items())
-            ]
+            ],
+            acked=[
+                (partition, offset, index)
+                for partition, (offsets, indexes, _) in per_partition.items()
+                for offset, index in zip(offsets, indexes, strict=True)
+            ],
         )
 
     def _per_partition(
@@ -552,11 +565,16 @@ class ConsumerBase(abc.ABC):
         }
 
     def _ack_plan(
-        self, calls: list[dict[str, Any]], expected_generation: int | None = None
+        self,
+        calls: list[dict[str, Any]],
+        expected_generation: int | None = None,
+        acked: list[tuple[int, int, int]] | None = None,
     ) -> Plan[None]:
         """One ack_v2 call per partition; several run in one PostgreSQL
         transaction (cursor rows locked in partition order), so a list of
-        messages is acknowledged all or nothing."""
+        messages is acknowledged all or nothing. ``acked``: the (partition,
+        offset, batch index) of individual acks, remembered once they took
+        effect (outside a transaction) so they are not handed out again."""
         if not calls:
             return  # an empty list acknowledges nothing
         steps = [Call("ack", call, "value") for call in calls]
@@ -569,8 +587,12 @@ class ConsumerBase(abc.ABC):
         else:
             marks = [(yield from retried_once(steps[0]))]
         with self._cond:
+            if acked and calls[0]["txn_tc"] is None:
+                self._remember_acknowledged(acked)
             for call, mark_delete in zip(calls, marks, strict=True):
                 partition = call["partition"]
+                if call["txn_tc"] is None:
+                    self._passed_mark_delete(partition, mark_delete)
                 for key in [
                     k for k in self._batch_sizes if k[0] == partition and k[1] <= mark_delete
                 ]:
@@ -579,6 +601,49 @@ class ConsumerBase(abc.ABC):
                     k for k in self._fetched_generation if k[0] == partition and k[1] <= mark_delete
                 ]:
                     del self._fetched_generation[key]
+
+    def _remember_acknowledged(self, acked: Iterable[tuple[int, int, int]]) -> None:
+        """With ``_cond`` held: messages acknowledged outside a transaction.
+        Drop the copies still queued (a rewind refetched them before the ack)
+        and remember them, so a fetch that read before the ack committed
+        cannot queue them again."""
+        for partition, offset, index in acked:
+            if offset > self._mark_delete_seen.get(partition, -1):
+                self._acked.add((partition, offset, index))
+        self._drop_queued(self._was_acknowledged)
+
+    def _passed_mark_delete(self, partition: int, mark_delete: int) -> None:
+        """With ``_cond`` held: the cursor of ``partition`` is at ``mark_delete``
+        (an ack outside a transaction returned it); what is queued at or below
+        it is acknowledged, and the remembered acks below it are not needed."""
+        if mark_delete <= self._mark_delete_seen.get(partition, -1):
+            return
+        self._mark_delete_seen[partition] = mark_delete
+        self._acked = {a for a in self._acked if a[0] != partition or a[1] > mark_delete}
+        self._drop_queued(self._was_acknowledged)
+
+    def _was_acknowledged(self, partition: int, offset: int, index: int) -> bool:
+        """With ``_cond`` held: this message was acknowledged outside a transaction."""
+        return (
+            offset <= self._mark_delete_seen.get(partition, -1)
+            or (partition, offset, -1) in self._acked
+            or (partition, offset, index) in self._acked
+        )
+
+    def _drop_queued(self, drop: Callable[[int, int, int], bool]) -> None:
+        """With ``_cond`` held: remove queued messages of this topic for which
+        ``drop(partition, offset, batch_index)`` holds, in place (a retry-letter
+        consumer shares the queue of its parent, whose topic differs)."""
+        topic = self.topic
+        kept = [
+            m
+            for m in self._queue
+            if m.message_id.topic != topic
+            or not drop(m.message_id.partition, m.message_id.offset, m.message_id.batch_index)
+        ]
+        if len(kept) != len(self._queue):
+            self._queue.clear()
+            self._queue.extend(kept)
 
     def _generation_check(self, call: dict[str, Any], expected: int) -> Callable[[list[Any]], None]:
         def check(results: list[Any]) -> None:
@@ -929,6 +994,11 @@ class ConsumerBase(abc.ABC):
         fetched again from the cursor, by this consumer or the next owner."""
         key = (self.topic, partition)
         self._epoch[partition] = self._epoch.get(partition, 0) + 1
+        # Fetches from before now are discarded (the epoch): what it fetches
+        # next reflects every ack of ours that took effect, so the memory of
+        # them goes (and a seek may well have moved the cursor back).
+        self._mark_delete_seen.pop(partition, None)
+        self._acked = {a for a in self._acked if a[0] != partition}
         self._read_position.pop(partition, None)
         self._generation.pop(partition, None)
         # In place and by topic too: a retry-letter consumer shares its parent's
@@ -1104,6 +1174,15 @@ class ConsumerBase(abc.ABC):
         with self._cond:
             if self._epoch.get(partition, 0) != epoch or partition not in self._assigned:
                 return 0  # the partition was reset or handed over meanwhile
+            if self._acked or rows[0][0] <= self._mark_delete_seen.get(partition, -1):
+                # Read before an ack of ours committed: never handed out again.
+                messages = [
+                    m
+                    for m in messages
+                    if not self._was_acknowledged(
+                        partition, m.message_id.offset, m.message_id.batch_index
+                    )
+                ]
             self._read_position[partition] = rows[-1][0]
             self._batch_sizes.update(sizes)
             generation = self._generation.get(partition)
