@@ -576,3 +576,25 @@ def test_message_ids_of_messages_sent_before_a_close_stay_readable(
     pending = producer.send_async(b"x", partition=1)
     producer.close()
     assert pending.result(0) == MessageId("orders", 1, 1, 0)
+
+
+def test_a_with_block_whose_connection_committed_inside_ends_without_sql(
+    dsn: str, world: dict[str, Any], watcher: psycopg.Connection[Any]
+) -> None:
+    client = world["client"]
+    with client.producer("orders") as producer, psycopg.connect(dsn) as conn:
+        with txnq.attach(conn) as txn:
+            txn.send("orders", b"staged", partition=0)
+            conn.commit()  # publishes what was staged; the block's end has nothing left to do
+        assert txn.state == "ENDED"
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with (
+            pytest.raises(errors.TransactionEndedError, match=r"1 message.*were not sent"),
+            txnq.attach(conn) as txn,
+        ):
+            conn.execute("INSERT INTO app_rows VALUES (1)")
+            producer.send_async(b"only queued", partition=0, txn=txn)
+            conn.commit()  # before anything staged it: the message is lost, and said so
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert idle_in_transaction(watcher) == []
+    assert append_within(dsn, "orders", 0) == 2  # m0, "staged", this one

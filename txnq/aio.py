@@ -975,8 +975,7 @@ class AttachedTransaction(AttachedBase):
         return self
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._exit()
-        if self._state != "OPEN":
+        if not self._exit(exc_type is not None):
             return
         if exc_type is None:
             await self.commit()

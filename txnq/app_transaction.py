@@ -324,6 +324,7 @@ class AttachedBase:
         self._joined = conn.info.transaction_status != TransactionStatus.IDLE
         self._callers_transaction = current
         self._token = None if current is None else current()
+        self._dropped = 0  # messages queued by send_async, never staged: the caller ended first
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._state.lower()})"
@@ -371,6 +372,7 @@ class AttachedBase:
             "the connection's transaction ended without txn.commit(): this message was "
             "published if it committed and dropped if it rolled back; its offset is unknown"
         )
+        self._dropped = sum(len(batch.payloads) for batch in self._queued.values())
         for failure, batches in ((never, self._queued), (unknown, self._staged)):
             for batch in batches.values():
                 if not batch.future.done():
@@ -463,12 +465,27 @@ class AttachedBase:
             self._outer = _ACTIVE.get(id(self.connection))
             _ACTIVE[id(self.connection)] = self
 
-    def _exit(self) -> None:
+    def _exit(self, failed: bool) -> bool:
+        """Leave the ``with`` block; whether the face is to commit now (or,
+        ``failed``, abort). Not when the caller's transaction ended inside the
+        block: what was staged went with it; messages ``send_async`` had only
+        queued were lost, which raises."""
         with _ACTIVE_LOCK:
             if self._outer is None:
                 _ACTIVE.pop(id(self.connection), None)
             else:
                 _ACTIVE[id(self.connection)] = self._outer
+        if failed:
+            return self._state == "OPEN"
+        if self._usable():
+            return True
+        if self._state == "ENDED" and self._dropped:
+            raise errors.TransactionEndedError(
+                f"the connection's transaction ended inside the `with` block before "
+                f"{self._dropped} message(s) queued by send_async were staged, so they were not "
+                "sent: commit the connection after the block, or call txn.flush() first"
+            )
+        return False
 
     def _flush_plan(self) -> Plan[None]:
         """Stage the messages ``send_async`` queued in this transaction."""
@@ -637,8 +654,7 @@ class AttachedTransaction(AttachedBase):
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._exit()
-        if self._state != "OPEN":
+        if not self._exit(exc_type is not None):
             return
         if exc_type is None:
             self.commit()
