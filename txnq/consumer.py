@@ -51,7 +51,12 @@ from txnq import errors
 from txnq.admin import seek_target
 from txnq.app_transaction import _ATTACHED_SHARED_HINT
 from txnq.durations import Duration, parse_duration
-from txnq.messages import Message, MessageId
+from txnq.messages import (
+    Message,
+    MessageId,
+    check_batch_size,
+    check_message_id,
+)
 from txnq.names import validate_name
 from txnq.plans import (
     Batch,
@@ -106,17 +111,25 @@ class Backoff:
         if (
             isinstance(self.multiplier, bool)
             or not isinstance(self.multiplier, int | float)
-            or self.multiplier < 1
+            or not 1 <= self.multiplier < float("inf")
         ):
             raise errors.InvalidArgumentError(
-                f"multiplier must be a number of at least 1, got {self.multiplier!r}"
+                f"multiplier must be a finite number of at least 1, got {self.multiplier!r}"
             )
 
     def delay(self, redelivery_count: int) -> float:
         """Seconds before a message nacked at this redelivery count comes back."""
+        if isinstance(redelivery_count, bool) or not isinstance(redelivery_count, int):
+            raise errors.InvalidArgumentError(
+                f"redelivery_count must be an int, not {type(redelivery_count).__name__}"
+            )
         low = parse_duration(self.min_delay, what="min_delay")
         high = parse_duration(self.max_delay, what="max_delay")
-        return float(min(high, low * float(self.multiplier) ** min(redelivery_count, 64)))
+        try:
+            grown = low * float(self.multiplier) ** min(max(redelivery_count, 0), 64)
+        except OverflowError:  # a large multiplier: the cap applies
+            return high
+        return float(min(high, grown))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,9 +149,9 @@ class DeadLetterPolicy:
 
     def __post_init__(self) -> None:
         value = self.max_redeliver_count
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
             raise errors.InvalidArgumentError(
-                f"max_redeliver_count must be an int of at least 0, got {value!r}"
+                f"max_redeliver_count must be an int from 0 to 2**31 - 1, got {value!r}"
             )
         for label, name in (
             ("dead_letter_topic", self.dead_letter_topic),
@@ -247,6 +260,10 @@ class ConsumerBase(abc.ABC):
                 raise errors.InvalidArgumentError(f"{label} must be an int, got {value!r}")
         if receiver_queue_size < 1:
             raise errors.InvalidArgumentError("receiver_queue_size must be at least 1")
+        if not -(2**31) <= priority <= 2**31 - 1:
+            raise errors.InvalidArgumentError(
+                f"priority must be an int from -2**31 to 2**31 - 1, got {priority}"
+            )
         self.subscription_type = subscription_type
         self.isolation = isolation
         self._initial_position = initial_position
@@ -439,8 +456,8 @@ class ConsumerBase(abc.ABC):
                 f"negative_acknowledge takes a received Message, not {type(message).__name__}"
             )
         self._check_message_topic(message.message_id)
+        self._check_usable()
         if self._shared:
-            self._check_usable()
             delay = (
                 self._nack_delay
                 if self._backoff is None
@@ -517,7 +534,7 @@ class ConsumerBase(abc.ABC):
         """The message id and its entry's batch size (None: unknown, the server looks it up)."""
         if isinstance(item, Message):
             self._check_message_topic(item.message_id)
-            return item.message_id, item.batch_size
+            return item.message_id, check_batch_size(item.batch_size)
         if isinstance(item, MessageId):
             self._check_message_topic(item)
             with self._cond:
@@ -528,6 +545,11 @@ class ConsumerBase(abc.ABC):
         )
 
     def _check_message_topic(self, message_id: MessageId) -> None:
+        if not isinstance(message_id, MessageId):
+            raise errors.InvalidArgumentError(
+                f"a Message's message_id must be a MessageId, not {type(message_id).__name__}"
+            )
+        check_message_id(message_id)
         if message_id.topic != self.topic or not 0 <= message_id.partition < self._topic.partitions:
             raise errors.InvalidArgumentError(
                 f"message {message_id} is not from topic {self.topic!r} of this consumer"
@@ -744,6 +766,7 @@ class ConsumerBase(abc.ABC):
     def _seek_plan(
         self, target: MessageId | int | datetime | str, partition: int | None
     ) -> Plan[None]:
+        self._check_usable()
         offset: int | None
         when: datetime | None
         if isinstance(target, MessageId):
@@ -793,6 +816,7 @@ class ConsumerBase(abc.ABC):
             )
 
     def _unsubscribe_plan(self) -> Plan[None]:
+        self._check_usable()
         yield from retried_once(
             Call(
                 "unsubscribe",
@@ -827,7 +851,15 @@ class ConsumerBase(abc.ABC):
         if self._failure is not None:
             raise self._failure
         if self._closed:
-            raise errors.ClosedError(f"consumer {self.name!r} is closed")
+            raise errors.ClosedError(
+                f"consumer {self.name!r} is closed: subscribe again with client.subscribe()"
+            )
+
+    def _check_process(self) -> None:
+        """``process()`` is possible: an open consumer of an exclusive or failover subscription."""
+        self._check_usable()
+        if self._shared:
+            raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
 
     # -- the fetch loop -----------------------------------------------------
 
@@ -1465,6 +1497,7 @@ class Consumer(ConsumerBase):
         if self._retry_parent is not None:
             self._retry_parent.reconsume_later(message, delay)
             return
+        self._check_usable()
         if self._retry_topic is None:
             raise errors.InvalidArgumentError(
                 "reconsume_later needs a consumer subscribed with retry_enable=True"
@@ -1481,7 +1514,7 @@ class Consumer(ConsumerBase):
         else:
             self._check_message_topic(message.message_id)
         properties = dict(message.properties)
-        times = int(properties.get("RECONSUMETIMES", "0")) + 1
+        times = _reconsume_times(properties) + 1
         properties.setdefault("REAL_TOPIC", self.topic)
         properties.setdefault("ORIGIN_MESSAGE_ID", str(message.message_id))
         properties["RECONSUMETIMES"] = str(times)
@@ -1524,8 +1557,7 @@ class Consumer(ConsumerBase):
         loop body wrote on ``conn``; see :func:`txnq.app_transaction.process`."""
         from txnq.app_transaction import process
 
-        if self._shared:
-            raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
+        self._check_process()
         return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
 
     # -- seeking and unsubscribing -----------------------------------------
@@ -1567,6 +1599,7 @@ class Consumer(ConsumerBase):
         self._client._forget(self)
 
     def __enter__(self) -> Consumer:
+        self._check_usable()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -1630,6 +1663,15 @@ def _ensure_topic(admin: Admin, name: str) -> int:
             return admin.create_topic(name).topic_id
         except errors.TopicExistsError:
             return admin.get_topic(name).topic_id
+
+
+def _reconsume_times(properties: dict[str, str]) -> int:
+    """How often a message was reconsumed (its RECONSUMETIMES property, which
+    any producer may have set to anything: what is no count is 0)."""
+    try:
+        return max(0, int(properties.get("RECONSUMETIMES", "0")))
+    except (TypeError, ValueError):
+        return 0
 
 
 def _topic_of(item: object) -> str | None:
