@@ -7,10 +7,10 @@ psycopg 3 connection, a SQLAlchemy ``Connection`` or ``Session``) gives an
 :class:`AttachedTransaction`. Everything it does runs on ``conn``:
 
 - ``producer.send_async(..., txn=txn)`` and ``txn.send(topic, ...)`` *stage*
-  messages (``txnq.stage_send_v1``): no offset is taken, no head row locked;
+  messages (``txnq.stage_send_v2``): no offset is taken, no head row locked;
 - ``consumer.acknowledge(msg, txn=txn)`` stages acks (``txnq.stage_ack_v1``),
   checking that nobody acknowledged the messages yet;
-- ``txn.commit()`` publishes what was staged (``txnq.publish_staged_v1``): one
+- ``txn.commit()`` publishes what was staged (``txnq.publish_staged_v2``): one
   append per partition, the acks applied strictly under the cursor lock. A
   deferred trigger runs the same function inside the caller's COMMIT, so
   whatever was staged is published even when ``txn.commit()`` is not called.
@@ -286,7 +286,7 @@ def _database_of(dsn: str) -> tuple[object, object]:
     return params.get("dbname"), params.get("port")
 
 
-# Application transactions stage acks that publish_staged_v1 applies to the
+# Application transactions stage acks that publish_staged_v2 applies to the
 # cursor at the caller's COMMIT; a shared subscription's acks delete claims
 # instead (ack_shared_v1), which staging does not do yet, so the two do not mix.
 _ATTACHED_SHARED_HINT = (
@@ -625,7 +625,7 @@ class AttachedTransaction(AttachedBase):
         encoding: str = "utf-8",
     ) -> None:
         """Produce one message to ``topic`` when the caller's transaction
-        commits (``txnq.send_at_commit_v1``: routed by key as a producer does,
+        commits (``txnq.send_at_commit_v2``: routed by key as a producer does,
         else to ``partition``, else to a random partition)."""
         run(self._send_plan(topic, value, key, properties, partition, encoding), self._io)
 
