@@ -105,7 +105,8 @@ DROP FUNCTION txnq.publish_staged_v2();
 DROP FUNCTION txnq.dead_letter_v2(integer, integer, bigint, bigint, integer, integer, text);
 -- end of group produce
 DROP FUNCTION txnq.require_partition_v1(integer, integer);
-DROP FUNCTION txnq.require_number_v1(text, double precision, double precision, double precision, boolean);
+DROP FUNCTION txnq.require_number_v1(
+    text, double precision, double precision, double precision, boolean);
 DROP FUNCTION txnq.require_timestamps_v1(text, timestamptz[]);
 DROP FUNCTION txnq.require_properties_v1(jsonb[]);
 DROP FUNCTION txnq.authorize_v1(integer, text);
