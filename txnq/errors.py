@@ -20,6 +20,11 @@ class InvalidArgumentError(TxnqError, ValueError):
     """A public call got a value of the wrong type or out of range."""
 
 
+class UnknownOptionError(InvalidArgumentError, TypeError):
+    """A call got a keyword option it does not know (``client.producer(...,
+    nope=2)``); a TypeError too, as Python's own error for an unknown keyword."""
+
+
 class InvalidNameError(InvalidArgumentError):
     """A topic, subscription or producer name breaks the naming rules."""
 

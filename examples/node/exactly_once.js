@@ -62,7 +62,7 @@ async function main() {
             row.partition,
             row.entry_offset,
           ]);
-          await db.query("SELECT txnq.send_at_commit_v1('node-out', $1, $2)", [
+          await db.query("SELECT txnq.send_at_commit_v2('node-out', $1, $2)", [
             Buffer.from(`out ${value}`),
             Buffer.from(value),
           ]);
@@ -91,16 +91,16 @@ async function main() {
       [`summary ${processed}`, true],
       ["aborted", false],
     ]) {
-      const txn = await one(db, "SELECT tc_id, txn_seq FROM txnq.open_txn_v1(0, 60)");
+      const txn = await one(db, "SELECT tc_id, txn_seq FROM txnq.open_txn_v2(0, 60)");
       await db.query(
-        `SELECT * FROM txnq.append_v3($1, 0, NULL, NULL, NULL, ARRAY[$2::bytea],
+        `SELECT * FROM txnq.append_v4($1, 0, NULL, NULL, NULL, ARRAY[$2::bytea],
                                       NULL, NULL, NULL, $3, $4)`,
         [output.topic_id, Buffer.from(payload), txn.tc_id, txn.txn_seq]
       );
       const done = await one(
         db,
         `SELECT e.state, txnq.complete_txn_v2($1, $2) AS final_state
-           FROM txnq.end_txn_v1($1, $2, $3) e`,
+           FROM txnq.end_txn_v2($1, $2, $3) e`,
         [txn.tc_id, txn.txn_seq, commit]
       );
       console.log(`transaction ${txn.tc_id}:${txn.txn_seq} ${done.final_state}`);

@@ -1,14 +1,14 @@
 -- Administration: topics and subscriptions. Not on the hot path.
 
 -- name: create_topic
-SELECT txnq.create_topic_v1(%(name)s, %(partitions)s, %(retention_seconds)s, %(retention_bytes)s,
+SELECT txnq.create_topic_v2(%(name)s, %(partitions)s, %(retention_seconds)s, %(retention_bytes)s,
                             %(ttl_seconds)s, %(max_message_bytes)s)
 
 -- name: add_partitions
-SELECT txnq.add_partitions_v1(%(topic_id)s, %(partitions)s)
+SELECT txnq.add_partitions_v2(%(topic_id)s, %(partitions)s)
 
 -- name: delete_topic
-SELECT txnq.delete_topic_v1(%(topic_id)s, %(force)s)
+SELECT txnq.delete_topic_v2(%(topic_id)s, %(force)s)
 
 -- name: topic_by_name
 SELECT topic_id, name, partitions, retention_seconds, retention_bytes, ttl_seconds,

@@ -89,7 +89,7 @@ SELECT s.tc_id, s.txn_seq, s.state, s.checkpoint_id, t.state AS txn_state, t.rea
 
 -- name: sink_session_epoch
 -- The current session of a transactional id, held FOR SHARE until the caller's
--- commit: a newer session (init_transactional_id_v1 updates the row) waits
+-- commit: a newer session (init_transactional_id_v2 updates the row) waits
 -- for it, or it sees the newer epoch.
 SELECT epoch FROM txnq.transactional_ids WHERE transactional_id = %(transactional_id)s FOR SHARE
 

@@ -28,6 +28,6 @@ SELECT extract(epoch FROM c.visible_at - clock_timestamp())::float8
  LIMIT 1
 
 -- name: append_delayed_positional
--- append_delayed_v1 with positional parameters: those of append_positional, then deliver_at.
+-- append_delayed_v2 with positional parameters: those of append_positional, then deliver_at.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_delayed_v1(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, %s)
+  FROM txnq.append_delayed_v2(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, %s)

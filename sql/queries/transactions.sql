@@ -1,31 +1,31 @@
 -- Transactions: each query is one call of a versioned txnq function, one round trip.
 
 -- name: open_txn
-SELECT tc_id, txn_seq, timeout_at FROM txnq.open_txn_v1(%(tc_id)s, %(timeout_seconds)s)
+SELECT tc_id, txn_seq, timeout_at FROM txnq.open_txn_v2(%(tc_id)s, %(timeout_seconds)s)
 
 -- name: txn_limits
 SELECT tc_count, txn_max_timeout_seconds FROM txnq.config
 
 -- name: end_txn
 SELECT state, reason
-  FROM txnq.end_txn_v1(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, %(notify)s)
+  FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, %(notify)s)
 
 -- name: end_and_complete_txn
 -- Decision and marker phase in one statement, so one PostgreSQL transaction
--- and one commit: the client's commit(wait=True) / abort(). end_txn_v1 (in
+-- and one commit: the client's commit(wait=True) / abort(). end_txn_v2 (in
 -- FROM) runs first; complete_txn_v2's statements then see its decision. If
 -- anything fails, nothing is decided and the call can be repeated.
 SELECT e.state, e.reason, txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s) AS final_state
-  FROM txnq.end_txn_v1(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
+  FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
 
 -- name: complete_txn
 SELECT txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s)
 
 -- name: bind_txn
-SELECT txnq.bind_txn_v1(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
+SELECT txnq.bind_txn_v2(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
 
 -- name: init_transactional_id
-SELECT epoch, fenced_tc_ids, fenced_txn_seqs FROM txnq.init_transactional_id_v1(%(transactional_id)s)
+SELECT epoch, fenced_tc_ids, fenced_txn_seqs FROM txnq.init_transactional_id_v2(%(transactional_id)s)
 
 -- name: txn_state
 SELECT state, reason FROM txnq.transactions WHERE tc_id = %(txn_tc)s AND txn_seq = %(txn_seq)s
@@ -104,4 +104,4 @@ SELECT tx.tc_id || ':' || tx.txn_seq, NULL, NULL, NULL, NULL, tx.state, tx.opene
 ORDER BY 9 DESC
 
 -- name: txn_admin_abort
-SELECT state, reason FROM txnq.end_txn_v1(%(txn_tc)s, %(txn_seq)s, false, 'admin', true)
+SELECT state, reason FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, false, 'admin', true)
