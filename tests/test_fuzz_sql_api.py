@@ -55,7 +55,7 @@ from psycopg import sql
 #: on average: the whole file stays well under two minutes on a loaded
 #: two-core machine.
 EXAMPLES_BASE = 10
-EXAMPLES_PER_ARGUMENT = 20
+EXAMPLES_PER_ARGUMENT = 15
 #: A call that takes longer is reported (57014) instead of holding the run.
 STATEMENT_TIMEOUT = "10s"
 
