@@ -2,12 +2,9 @@
 
 -- name: set_topic_policy
 -- Each policy NULL keeps its value; clear_ttl removes the TTL.
-UPDATE txnq.topics
-   SET retention_seconds = coalesce(%(retention_seconds)s, retention_seconds),
-       retention_bytes = coalesce(%(retention_bytes)s, retention_bytes),
-       ttl_seconds = CASE WHEN %(clear_ttl)s THEN NULL
-                          ELSE coalesce(%(ttl_seconds)s, ttl_seconds) END
- WHERE topic_id = %(topic_id)s
+SELECT txnq.set_topic_policy_v1(%(topic_id)s, %(retention_seconds)s::double precision,
+                                %(retention_bytes)s::bigint, %(ttl_seconds)s::double precision,
+                                %(clear_ttl)s)
 
 -- name: ttl_topics
 SELECT topic_id, name FROM txnq.topics WHERE ttl_seconds > 0 ORDER BY topic_id
