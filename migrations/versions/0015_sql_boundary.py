@@ -86,6 +86,8 @@ SQL_FILES = [
     "functions/sink_session_lock_v1.sql",
     "functions/coordinator_decided_v1.sql",
     "functions/coordinator_record_owner_v1.sql",
+    "functions/roll_entry_log_v2.sql",
+    "functions/superseded_0015_permissions.sql",
     "functions/grant_roles_v2.sql",
 ]
 
@@ -122,6 +124,7 @@ DROP VIEW txnq.topic_grants;
 ALTER TABLE txnq.transactions DROP COLUMN opened_by;
 DROP TABLE txnq.topic_permissions;
 DROP FUNCTION txnq.grant_roles_v2();
+DROP FUNCTION txnq.roll_entry_log_v2(boolean);
 DROP FUNCTION txnq.authorize_use_v1(integer);
 DROP FUNCTION txnq.backlog_quota_info_v1(integer);
 DROP FUNCTION txnq.caller_is_admin_v1(oid);
@@ -191,5 +194,17 @@ def upgrade() -> None:
     apply_sql_files(op.get_bind(), SQL_FILES)
 
 
+# permissions: roll_entry_log_v1's own body again (a wrapper of v2 in 0015),
+# running as its owner as revision 0007 made it.
+DOWNGRADE_AFTER_FILES = """
+ALTER FUNCTION txnq.roll_entry_log_v1(boolean) SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp;
+REVOKE EXECUTE ON FUNCTION txnq.roll_entry_log_v1(boolean) FROM PUBLIC;
+"""
+
+
 def downgrade() -> None:
-    op.get_bind().connection.driver_connection.execute(DOWNGRADE)
+    connection = op.get_bind()
+    # roll_entry_log_v1 first: DOWNGRADE drops roll_entry_log_v2, which the wrapper calls.
+    apply_sql_files(connection, ["functions/roll_entry_log_v1.sql"])
+    connection.connection.driver_connection.execute(DOWNGRADE_AFTER_FILES)
+    connection.connection.driver_connection.execute(DOWNGRADE)

@@ -107,6 +107,10 @@ BEGIN
             END LOOP;
         END IF;
     END LOOP;
+    -- The grants listing filters itself (topic_permissions_v1): every role may read it.
+    IF 'txnq_client' = ANY (v_roles) AND to_regclass('txnq.topic_grants') IS NOT NULL THEN
+        GRANT SELECT ON txnq.topic_grants TO txnq_client;
+    END IF;
     -- The scheduler's direct writes (lifecycle.sql): GC's bookkeeping of
     -- entry logs and runs, the doctor's repairs of orphan ledgers (and its
     -- read of the entries' keys and sizes, never their payloads), and
