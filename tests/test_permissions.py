@@ -19,10 +19,11 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql as pgsql
+from txnq.workers.scheduler import JOBS, JobContext
 
 import txnq
 from tests.fuzz_support import fingerprint
-from tests.helpers import Login
+from tests.helpers import Login, running_coordinator, wait_until
 from txnq import errors
 
 DENIED = ("TQ018", "42501")
@@ -747,3 +748,46 @@ def test_hostile_names_through_the_admin_api_are_refused_before_anything_changes
             owner.admin.grant("no_such_role_anywhere", topic=TOPIC, actions="produce")
     assert refused == len(HOSTILE_NAMES) * 12
     assert full_fingerprint(dsn) == before
+
+
+def test_the_workers_do_their_jobs_as_their_own_roles(
+    dsn: str, world: World, make_login: Callable[..., Login]
+) -> None:
+    """The coordinator as a txnq_worker finishes an application's commit; the
+    scheduler as a txnq_scheduler runs every job, entry-log GC included."""
+    app = make_login("txnq_client", label="app")
+    coordinator = make_login("txnq_worker", label="coordinator")
+    scheduler = make_login("txnq_scheduler", label="scheduler")
+    with txnq.Client(dsn) as owner:
+        owner.admin.grant(app.name, topic=TOPIC, actions=["produce"])
+    with txnq.Client(app.dsn) as client, client.producer(TOPIC) as producer:
+        txn = client.new_transaction()
+        producer.send(b"in a transaction", txn=txn)
+        txn.commit(wait=False)  # the decision only: a coordinator finishes it
+        tc, seq = txn.txn_id.tc_id, txn.txn_id.seq
+
+    def state() -> str:
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute(
+                "SELECT state FROM txnq.transactions WHERE tc_id = %s AND txn_seq = %s", (tc, seq)
+            ).fetchone()
+            assert row is not None
+            return str(row[0])
+
+    with running_coordinator(coordinator.dsn):
+        wait_until(lambda: state() == "COMMITTED", timeout=10, what="the coordinator's commit")
+
+    with psycopg.connect(dsn, autocommit=True) as conn:  # an empty, sealed entry log
+        conn.execute("SELECT txnq.roll_entry_log_v2(true)")
+        conn.execute("SELECT txnq.roll_entry_log_v2(true)")
+        conn.execute(
+            "UPDATE txnq.entry_logs SET sealed_at = now() - interval '1 day' WHERE entry_log_id = 2"
+        )
+    with txnq.Client(scheduler.dsn) as client:
+        context = JobContext(client=client)
+        done = {job.name: job.run(context) for job in JOBS}
+    assert "entry log 2 dropped" in str(done["collect_entry_logs"])
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT state FROM txnq.entry_logs WHERE entry_log_id = 2"
+        ).fetchone() == ("DROPPED",)

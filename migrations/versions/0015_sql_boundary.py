@@ -87,6 +87,7 @@ SQL_FILES = [
     "functions/coordinator_decided_v1.sql",
     "functions/coordinator_record_owner_v1.sql",
     "functions/roll_entry_log_v2.sql",
+    "functions/gc_drop_entry_log_v1.sql",
     "functions/superseded_0015_permissions.sql",
     "functions/grant_roles_v2.sql",
 ]
@@ -125,6 +126,7 @@ ALTER TABLE txnq.transactions DROP COLUMN opened_by;
 DROP TABLE txnq.topic_permissions;
 DROP FUNCTION txnq.grant_roles_v2();
 DROP FUNCTION txnq.roll_entry_log_v2(boolean);
+DROP FUNCTION txnq.gc_drop_entry_log_v1(integer, text);
 DROP FUNCTION txnq.authorize_use_v1(integer);
 DROP FUNCTION txnq.backlog_quota_info_v1(integer);
 DROP FUNCTION txnq.caller_is_admin_v1(oid);

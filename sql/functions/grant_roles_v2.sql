@@ -56,14 +56,15 @@ DECLARE
     c_scheduler CONSTANT text[] := ARRAY[
         'abort_timed_out', 'expire_ttl', 'apply_retention', 'check_backlog_quota', 'entry_log_usage',
         'compaction_begin', 'compaction_copy', 'compaction_last_key', 'compaction_catch_up',
-        'compaction_swap', 'compaction_abandon', 'roll_entry_log', 'unsubscribe', 'schema_revision'];
+        'compaction_swap', 'compaction_abandon', 'roll_entry_log', 'unsubscribe', 'schema_revision',
+        'gc_drop_entry_log'];
     c_reader CONSTANT text[] := ARRAY['entry_log_usage_inspect', 'topic_permissions', 'schema_revision'];
     c_not_client CONSTANT text[] := ARRAY[
         'complete_txn_partition', 'complete_txn_subscription', 'finish_txn', 'coordinator_decided',
         'coordinator_record_owner', 'abort_timed_out', 'expire_ttl', 'apply_retention',
         'check_backlog_quota', 'entry_log_usage', 'compaction_begin', 'compaction_copy',
         'compaction_last_key', 'compaction_catch_up', 'compaction_swap', 'compaction_abandon',
-        'entry_log_usage_inspect', 'grant_roles'];
+        'entry_log_usage_inspect', 'gc_drop_entry_log', 'grant_roles'];
     -- Tables without payloads: the workers' reads (coordinator.sql,
     -- lifecycle.sql, backlog_quota.sql, metrics.sql).
     c_status_tables CONSTANT text[] := ARRAY[
@@ -123,6 +124,22 @@ BEGIN
         GRANT UPDATE ON txnq.config TO txnq_scheduler;
         GRANT SELECT (topic_id, partition, ledger_id, entry_log_id, entry_offset, payload_bytes)
            ON txnq.entries TO txnq_scheduler;
+        -- VACUUM of the hot tables (lifecycle.vacuum_hot_tables): PostgreSQL
+        -- 17's MAINTAIN privilege; before 17 only the owner may, and the job
+        -- says it skips them. The tables of txnq.lifecycle.HOT_TABLES.
+        IF current_setting('server_version_num')::integer >= 170000 THEN
+            FOR r IN SELECT c.oid::regclass AS rel FROM pg_catalog.pg_class c
+                      WHERE c.relnamespace = 'txnq'::regnamespace AND c.relkind IN ('r', 'p')
+                        AND c.relname = ANY (ARRAY['partitions', 'cursors', 'individual_acks',
+                                                   'producer_sequences', 'producers', 'consumers',
+                                                   'consumer_waiters', 'ledgers', 'entry_logs',
+                                                   'config', 'coordinators', 'transactional_ids',
+                                                   'txn_buffer_ongoing', 'pending_acks',
+                                                   'staged_sends', 'staged_acks', 'claims'])
+            LOOP
+                EXECUTE format('GRANT MAINTAIN ON %s TO txnq_scheduler', r.rel);
+            END LOOP;
+        END IF;
     END IF;
 
     -- Functions, by class.
