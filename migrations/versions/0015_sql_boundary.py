@@ -104,7 +104,8 @@ DECLARE
 BEGIN
     FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = 'txnq'::regnamespace AND p.prosecdef
-                AND p.proname NOT IN ('roll_entry_log_v1', 'compaction_begin_v1', 'entry_log_usage_inspect_v1')
+                AND p.proname NOT IN ('roll_entry_log_v1', 'compaction_begin_v1',
+                                      'entry_log_usage_inspect_v1')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SECURITY INVOKER RESET search_path', r.fn);
     END LOOP;
@@ -149,7 +150,8 @@ DROP FUNCTION txnq.register_waiters_v1(integer,bigint,integer[]);
 DROP FUNCTION txnq.require_permission_args_v1(text,text,boolean,text[],boolean);
 DROP FUNCTION txnq.revoke_topic_permission_v1(text,text,boolean,text[]);
 DROP FUNCTION txnq.schema_revision_v1();
-DROP FUNCTION txnq.set_backlog_quota_v1(integer,boolean,bigint,boolean,double precision,boolean,text);
+DROP FUNCTION txnq.set_backlog_quota_v1(integer, boolean, bigint, boolean, double precision,
+                                        boolean, text);
 DROP FUNCTION txnq.set_topic_policy_v1(integer,double precision,bigint,double precision,boolean);
 DROP FUNCTION txnq.sink_begin_v1(text,integer,bigint);
 DROP FUNCTION txnq.sink_forget_v1(text,integer,bigint);
@@ -199,7 +201,8 @@ def upgrade() -> None:
 # permissions: roll_entry_log_v1's own body again (a wrapper of v2 in 0015),
 # running as its owner as revision 0007 made it.
 DOWNGRADE_AFTER_FILES = """
-ALTER FUNCTION txnq.roll_entry_log_v1(boolean) SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp;
+ALTER FUNCTION txnq.roll_entry_log_v1(boolean)
+    SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp;
 REVOKE EXECUTE ON FUNCTION txnq.roll_entry_log_v1(boolean) FROM PUBLIC;
 """
 
