@@ -15,11 +15,14 @@ CREATE OR REPLACE FUNCTION txnq.coordinator_decided_v1(
     p_tc_ids integer[], p_grace_seconds double precision, p_limit integer
 )
 RETURNS TABLE (tc_id integer, txn_seq bigint, state text)
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY
     SELECT t.tc_id, t.txn_seq, t.state FROM txnq.transactions t
      WHERE t.state IN ('COMMITTING', 'ABORTING') AND t.tc_id = ANY (p_tc_ids)
        AND t.decided_at <= now() - make_interval(secs => p_grace_seconds)
      ORDER BY t.decided_at
      LIMIT p_limit
-       FOR NO KEY UPDATE SKIP LOCKED;
+       FOR NO KEY UPDATE OF t SKIP LOCKED;
+END;
 $$;

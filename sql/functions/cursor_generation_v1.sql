@@ -10,8 +10,11 @@ CREATE OR REPLACE FUNCTION txnq.cursor_generation_v1(
     p_topic_id integer, p_partition integer, p_subscription_id bigint
 )
 RETURNS integer
-LANGUAGE sql STABLE AS $$
-    SELECT txnq.authorize_v1(p_topic_id, 'consume');
-    SELECT c.generation FROM txnq.cursors c
-     WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM txnq.authorize_v1(p_topic_id, 'consume');
+    RETURN (SELECT c.generation FROM txnq.cursors c
+             WHERE c.topic_id = p_topic_id AND c.partition = p_partition
+               AND c.subscription_id = p_subscription_id);
+END;
 $$;

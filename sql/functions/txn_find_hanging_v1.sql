@@ -2,8 +2,8 @@
 -- find-hanging`): open past their timeout by more than a grace period (no
 -- scheduler runs), decided but unmarked, or holding a partition's max read
 -- offset longer than the maximum transaction timeout (Kafka KIP-664). An
--- operator's view over every role's transactions: txnq admins and the worker
--- roles only. Revision 0015.
+-- operator's view over every role's transactions: txnq admins only
+-- (txnq.caller_is_admin_v1). Revision 0015.
 --
 -- Parameters: grace_seconds.
 -- Returns rows (id, topic, partition, first_offset, max_read_offset, state,
@@ -15,7 +15,7 @@ RETURNS TABLE (id text, topic text, partition integer, first_offset bigint, max_
                why text)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    IF NOT txnq.caller_is_trusted_v1(txnq.caller_role_v1()) THEN
+    IF NOT txnq.caller_is_admin_v1(txnq.caller_role_v1()) THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ018',
             MESSAGE = format('permission denied: role %s may not list every role''s hanging transactions',
                              quote_ident(pg_catalog.pg_get_userbyid(txnq.caller_role_v1()))),

@@ -6,7 +6,10 @@
 -- Locks: none. Errors: TQ018 for another role's transaction (authorize_txn_v1).
 CREATE OR REPLACE FUNCTION txnq.txn_state_v1(p_tc_id integer, p_txn_seq bigint)
 RETURNS TABLE (state text, reason text)
-LANGUAGE sql STABLE AS $$
-    SELECT txnq.authorize_txn_v1(p_tc_id, p_txn_seq);
-    SELECT t.state, t.reason FROM txnq.transactions t WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM txnq.authorize_txn_v1(p_tc_id, p_txn_seq);
+    RETURN QUERY SELECT t.state, t.reason FROM txnq.transactions t
+                  WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq;
+END;
 $$;
