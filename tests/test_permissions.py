@@ -83,9 +83,9 @@ PUBLIC = CLIENT | COORDINATOR | SCHEDULER | READER
 INTERNAL = {
     "find_duplicate", "txn_require_open", "apply_acks", "roll_ledger", "entry_log_needs_roll",
     "compaction_tables", "compaction_columns", "shared_advance", "dispatch_shared", "dead_letter",
-    "claimed_messages", "check_ack_once", "subscription_backlog", "earliest_offset", "caller_role",
-    "caller_is_trusted", "caller_is_admin", "permission_granted", "permission_denied",
-    "topic_visible",
+    "claimed_messages", "check_ack_once", "subscription_backlog", "earliest_offset", "caller",
+    "caller_role", "caller_is_trusted", "caller_is_admin", "permission_granted",
+    "permission_denied", "topic_visible",
 }  # fmt: skip
 SHARED_SUBSCRIPTION = {"claim", "ack_shared", "nack_shared", "release_claims", "next_visible_claim"}
 

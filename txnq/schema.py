@@ -446,11 +446,12 @@ sink_transactions = Table(
 topic_permissions = Table(
     "topic_permissions",
     metadata,
-    Column("resource", Text, primary_key=True),
+    Column("resource", Text(collation="C"), primary_key=True),
     Column("is_prefix", Boolean, primary_key=True),
     Column("grantee", Text, primary_key=True),
     Column("action", Text, primary_key=True),
     Column("granted_by", Text, nullable=False),
     Column("granted_at", TZ, nullable=False),
     Index("topic_permissions_by_grantee", "grantee"),
+    Index("topic_permissions_prefixes", "resource", postgresql_where=text("is_prefix")),
 )

@@ -30,6 +30,7 @@ SQL_FILES = [
     # permissions (issue 17 item 3, docs/security.md): who the caller is, the
     # grants table, the hooks above filled in, the functions the client's
     # direct reads and writes moved behind, and grant_roles_v2.
+    "functions/caller_v1.sql",
     "functions/caller_role_v1.sql",
     "functions/caller_is_trusted_v1.sql",
     "functions/caller_is_admin_v1.sql",
@@ -130,8 +131,9 @@ DROP FUNCTION txnq.roll_entry_log_v2(boolean);
 DROP FUNCTION txnq.gc_drop_entry_log_v1(integer, text);
 DROP FUNCTION txnq.authorize_use_v1(integer);
 DROP FUNCTION txnq.backlog_quota_info_v1(integer);
-DROP FUNCTION txnq.caller_is_admin_v1(oid);
-DROP FUNCTION txnq.caller_is_trusted_v1(oid);
+DROP FUNCTION txnq.caller_is_admin_v1(name);
+DROP FUNCTION txnq.caller_is_trusted_v1(name);
+DROP FUNCTION txnq.caller_v1();
 DROP FUNCTION txnq.caller_role_v1();
 DROP FUNCTION txnq.close_consumer_v1(integer,bigint);
 DROP FUNCTION txnq.coordinator_decided_v1(integer[],double precision,integer);
@@ -143,8 +145,8 @@ DROP FUNCTION txnq.grant_topic_permission_v1(text,text,boolean,text[]);
 DROP FUNCTION txnq.list_subscriptions_v1(integer);
 DROP FUNCTION txnq.list_topics_v1();
 DROP FUNCTION txnq.next_visible_claim_v1(bigint);
-DROP FUNCTION txnq.permission_denied_v1(oid,text,text,boolean,text);
-DROP FUNCTION txnq.permission_granted_v1(oid,text,text,boolean);
+DROP FUNCTION txnq.permission_denied_v1(name,text,text,boolean,text);
+DROP FUNCTION txnq.permission_granted_v1(name,text,text,boolean);
 DROP FUNCTION txnq.read_committed_v1(integer,integer,bigint,bigint);
 DROP FUNCTION txnq.register_waiters_v1(integer,bigint,integer[]);
 DROP FUNCTION txnq.require_permission_args_v1(text,text,boolean,text[],boolean);
@@ -174,7 +176,7 @@ DROP FUNCTION txnq.topic_by_name_v1(text);
 DROP FUNCTION txnq.topic_partition_count_v1(integer);
 DROP FUNCTION txnq.topic_partitions_v1(integer);
 DROP FUNCTION txnq.topic_permissions_v1(text,text);
-DROP FUNCTION txnq.topic_visible_v1(oid,text);
+DROP FUNCTION txnq.topic_visible_v1(name,text);
 DROP FUNCTION txnq.txn_describe_partitions_v1(integer,bigint);
 DROP FUNCTION txnq.txn_describe_subscriptions_v1(integer,bigint);
 DROP FUNCTION txnq.txn_describe_v1(integer,bigint);

@@ -10,7 +10,7 @@ CREATE OR REPLACE FUNCTION txnq.authorize_topic_name_v1(p_name text, p_action te
 RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    v_caller oid := txnq.caller_role_v1();
+    v_caller name := txnq.caller_v1();
 BEGIN
     IF p_action IS NULL OR p_action NOT IN ('produce', 'consume', 'admin') THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',

@@ -16,7 +16,7 @@ CREATE OR REPLACE FUNCTION txnq.authorize_txn_v1(p_tc_id integer, p_txn_seq bigi
 RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    v_caller oid := txnq.caller_role_v1();
+    v_caller name := txnq.caller_v1();
     v_opened_by oid;
 BEGIN
     IF txnq.caller_is_trusted_v1(v_caller) THEN
@@ -24,15 +24,13 @@ BEGIN
     END IF;
     SELECT t.opened_by INTO v_opened_by
       FROM txnq.transactions t WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq;
-    IF v_opened_by IS NULL OR v_opened_by = v_caller
-       OR pg_catalog.pg_has_role(v_caller, v_opened_by, 'USAGE') THEN
+    IF v_opened_by IS NULL OR pg_catalog.pg_has_role(v_caller, v_opened_by, 'USAGE') THEN
         RETURN;
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'TQ018',
         MESSAGE = format('permission denied: transaction %s:%s belongs to role %s, not to %s',
                          p_tc_id, p_txn_seq,
-                         coalesce(quote_ident(pg_catalog.pg_get_userbyid(v_opened_by)), 'a dropped role'),
-                         quote_ident(pg_catalog.pg_get_userbyid(v_caller))),
+                         quote_ident(pg_catalog.pg_get_userbyid(v_opened_by)), quote_ident(v_caller)),
         HINT = 'only the role that opened a transaction (or a txnq admin) may write into, commit or abort it';
 END;
 $$;

@@ -9,7 +9,7 @@ CREATE OR REPLACE FUNCTION txnq.authorize_use_v1(p_topic_id integer)
 RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    v_caller oid := txnq.caller_role_v1();
+    v_caller name := txnq.caller_v1();
     v_name text;
 BEGIN
     IF txnq.caller_is_trusted_v1(v_caller) THEN

@@ -2,7 +2,7 @@
 -- function that names a topic calls it before it reads or changes anything.
 -- Revision 0015 (docs/security.md).
 --
--- Who the caller is: txnq.caller_role_v1() (the session's SET ROLE, else the
+-- Who the caller is: txnq.caller_v1() (the session's SET ROLE, else the
 -- login role; never current_user, which is txnq_admin inside the SECURITY
 -- DEFINER functions). Trusted callers (txnq.caller_is_trusted_v1: superusers,
 -- the schema owner and its members, txnq_admin, txnq_worker, txnq_scheduler)
@@ -21,7 +21,7 @@ CREATE OR REPLACE FUNCTION txnq.authorize_v1(p_topic_id integer, p_action text)
 RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    v_caller oid := txnq.caller_role_v1();
+    v_caller name := txnq.caller_v1();
     v_name text;
 BEGIN
     IF p_action IS NULL OR p_action NOT IN ('produce', 'consume', 'admin') THEN

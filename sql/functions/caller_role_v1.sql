@@ -1,22 +1,11 @@
--- txnq.caller_role_v1: the role a permission check judges. Revision 0015.
---
--- Inside a SECURITY DEFINER function current_user is the function's owner
--- (txnq_admin), so the caller is what PostgreSQL keeps of the session: the
--- `role` setting when the session ran SET ROLE (or SET LOCAL ROLE; PostgreSQL
--- allowed it only to a role the login role is a member of), else
--- session_user, the role that logged in. Checked on PostgreSQL 15: neither
--- changes while a SECURITY DEFINER function runs. Consequences (see
--- docs/security.md): an application's own SECURITY DEFINER function that calls
--- txnq is judged as the session's role, not as that function's owner; a
--- superuser's SET SESSION AUTHORIZATION changes session_user and so the caller.
+-- txnq.caller_role_v1: the OID of txnq.caller_v1()'s role (the DEFAULT of
+-- txnq.transactions.opened_by: an OID keeps the row narrow and follows a
+-- rename). Revision 0015; see caller_v1 for who the caller is.
 --
 -- Parameters: none. Returns the caller's role OID.
--- Locks: none. Errors: none. Internal: only other txnq functions call it (and
--- the DEFAULT of txnq.transactions.opened_by).
+-- Locks: none. Errors: none. Internal.
 CREATE OR REPLACE FUNCTION txnq.caller_role_v1()
 RETURNS oid
 LANGUAGE sql STABLE AS $$
-    SELECT pg_catalog.to_regrole(pg_catalog.quote_ident(
-               CASE WHEN pg_catalog.current_setting('role') = 'none' THEN session_user::text
-                    ELSE pg_catalog.current_setting('role') END))::oid
+    SELECT pg_catalog.to_regrole(pg_catalog.quote_ident(txnq.caller_v1()))::oid
 $$;

@@ -47,7 +47,7 @@ DECLARE
         'find_duplicate', 'txn_require_open', 'apply_acks', 'roll_ledger', 'entry_log_needs_roll',
         'compaction_tables', 'compaction_columns', 'shared_advance', 'dispatch_shared', 'dead_letter',
         'claimed_messages', 'check_ack_once', 'subscription_backlog', 'earliest_offset',
-        'caller_role', 'caller_is_trusted', 'caller_is_admin', 'permission_granted',
+        'caller', 'caller_role', 'caller_is_trusted', 'caller_is_admin', 'permission_granted',
         'permission_denied', 'topic_visible'];
     c_pure CONSTANT text[] := ARRAY['key_hash', 'key_owner', 'partition_for_key'];
     c_coordinator CONSTANT text[] := ARRAY[

@@ -19,7 +19,7 @@ CREATE OR REPLACE FUNCTION txnq.grant_topic_permission_v1(
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_caller oid := txnq.caller_role_v1();
+    v_caller name := txnq.caller_v1();
     v_added integer;
 BEGIN
     PERFORM txnq.require_permission_args_v1(p_role, p_resource, p_is_prefix, p_actions, true);
@@ -28,7 +28,7 @@ BEGIN
         PERFORM txnq.permission_denied_v1(v_caller, p_resource, 'admin', p_is_prefix, 'grant permissions on');
     END IF;
     INSERT INTO txnq.topic_permissions (resource, is_prefix, grantee, action, granted_by)
-    SELECT p_resource, p_is_prefix, p_role, a, pg_catalog.pg_get_userbyid(v_caller)
+    SELECT p_resource, p_is_prefix, p_role, a, v_caller
       FROM (SELECT DISTINCT a FROM unnest(p_actions) a) actions
     ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_added = ROW_COUNT;

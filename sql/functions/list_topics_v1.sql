@@ -18,7 +18,7 @@ LANGUAGE sql STABLE AS $$
            (SELECT count(*) FROM txnq.subscriptions s WHERE s.topic_id = t.topic_id)
       FROM txnq.topics t
       LEFT JOIN txnq.partitions h ON h.topic_id = t.topic_id
-     WHERE txnq.topic_visible_v1(txnq.caller_role_v1(), t.name)
+     WHERE txnq.topic_visible_v1(txnq.caller_v1(), t.name)
      GROUP BY t.topic_id
      ORDER BY t.name;
 $$;

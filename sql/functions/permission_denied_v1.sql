@@ -2,18 +2,18 @@
 -- topic, naming the role, the action and the topic and the command an admin
 -- would run. Revision 0015.
 --
--- Parameters: caller role OID, topic name, action, is_prefix (the name is a
+-- Parameters: caller role name, topic name, action, is_prefix (the name is a
 --   prefix being granted or revoked), verb (what was attempted, for the
 --   message; NULL: from the action).
 -- Returns nothing: always raises. Locks: none. Internal.
 -- Errors: TQ018.
 CREATE OR REPLACE FUNCTION txnq.permission_denied_v1(
-    p_caller oid, p_name text, p_action text, p_is_prefix boolean DEFAULT false, p_verb text DEFAULT NULL
+    p_caller name, p_name text, p_action text, p_is_prefix boolean DEFAULT false, p_verb text DEFAULT NULL
 )
 RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    v_role text := coalesce(pg_catalog.pg_get_userbyid(p_caller), 'unknown');
+    v_role text := p_caller;
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'TQ018',
         MESSAGE = format('permission denied: role %s may not %s %s %s', quote_ident(v_role),

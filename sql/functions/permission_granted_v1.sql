@@ -7,30 +7,36 @@
 -- unless p_prefix_only; a prefix grant counts for every name that starts with
 -- it (a topic not yet created included).
 --
--- Parameters: caller role OID, topic name (or a prefix being granted), action
---   ('produce' | 'consume' | 'admin'), prefix_only (true: only prefix grants
---   count: may the caller administer everything under a prefix?).
+-- Parameters: caller role name, topic name (or a prefix being granted),
+--   action ('produce' | 'consume' | 'admin'), prefix_only (true: only prefix
+--   grants count: may the caller administer everything under a prefix?).
 -- Returns true when allowed.
--- Cost: the exact grant is one index probe on (resource); prefix grants are
---   looked up only when no exact grant allows it, one probe per prefix length.
+-- Cost: PL/pgSQL keeps both plans for the session. The exact grant is one
+--   probe of the primary key; prefix grants are looked up only when no exact
+--   grant allows it, in the partial index of prefixes, among those between the
+--   name's first character and the name itself (byte order: resource is
+--   COLLATE "C", where every prefix of a name sorts at or before it).
 -- Locks: none. Errors: none. Internal.
 CREATE OR REPLACE FUNCTION txnq.permission_granted_v1(
-    p_caller oid, p_name text, p_action text, p_prefix_only boolean DEFAULT false
+    p_caller name, p_name text, p_action text, p_prefix_only boolean DEFAULT false
 )
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF NOT p_prefix_only AND EXISTS (
         SELECT 1 FROM txnq.topic_permissions p
-         WHERE NOT p_prefix_only AND p.resource = p_name AND NOT p.is_prefix
-           AND p.action IN (p_action, 'admin')
-           AND pg_catalog.pg_has_role(p_caller, pg_catalog.to_regrole(pg_catalog.quote_ident(p.grantee)),
-                                      'USAGE')
-        UNION ALL
+         WHERE p.resource = p_name AND NOT p.is_prefix AND p.action IN (p_action, 'admin')
+           AND (p.grantee = p_caller
+                OR pg_catalog.pg_has_role(p_caller, pg_catalog.to_regrole(pg_catalog.quote_ident(p.grantee)),
+                                          'USAGE'))) THEN
+        RETURN true;
+    END IF;
+    RETURN EXISTS (
         SELECT 1 FROM txnq.topic_permissions p
-         WHERE p.is_prefix
-           AND p.resource = ANY (ARRAY(SELECT pg_catalog.left(p_name, n)
-                                         FROM pg_catalog.generate_series(1, pg_catalog.length(p_name)) n))
-           AND p.action IN (p_action, 'admin')
-           AND pg_catalog.pg_has_role(p_caller, pg_catalog.to_regrole(pg_catalog.quote_ident(p.grantee)),
-                                      'USAGE'))
+         WHERE p.is_prefix AND p.resource >= pg_catalog.left(p_name, 1) AND p.resource <= p_name
+           AND pg_catalog.starts_with(p_name, p.resource) AND p.action IN (p_action, 'admin')
+           AND (p.grantee = p_caller
+                OR pg_catalog.pg_has_role(p_caller, pg_catalog.to_regrole(pg_catalog.quote_ident(p.grantee)),
+                                          'USAGE')));
+END;
 $$;

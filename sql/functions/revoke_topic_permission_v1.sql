@@ -15,7 +15,7 @@ CREATE OR REPLACE FUNCTION txnq.revoke_topic_permission_v1(
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_caller oid := txnq.caller_role_v1();
+    v_caller name := txnq.caller_v1();
     v_removed integer;
 BEGIN
     PERFORM txnq.require_permission_args_v1(p_role, p_resource, p_is_prefix,

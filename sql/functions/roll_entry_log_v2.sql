@@ -22,10 +22,10 @@ DECLARE
     v_next integer;
     v_table text;
 BEGIN
-    IF p_force AND NOT txnq.caller_is_trusted_v1(txnq.caller_role_v1()) THEN
+    IF p_force AND NOT txnq.caller_is_trusted_v1(txnq.caller_v1()) THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ018',
             MESSAGE = format('permission denied: role %s may not force an entry-log roll',
-                             quote_ident(pg_catalog.pg_get_userbyid(txnq.caller_role_v1()))),
+                             quote_ident(txnq.caller_v1())),
             HINT = 'the scheduler rolls the entry log by size and age; call it with force => false';
     END IF;
     SELECT c.active_entry_log_id INTO v_active FROM txnq.config c;

@@ -13,7 +13,7 @@ LANGUAGE sql STABLE AS $$
       FROM txnq.sink_transactions s
       LEFT JOIN txnq.transactions t ON t.tc_id = s.tc_id AND t.txn_seq = s.txn_seq
      WHERE s.transactional_id = p_transactional_id
-       AND (t.opened_by IS NULL OR txnq.caller_is_trusted_v1(txnq.caller_role_v1())
-            OR pg_catalog.pg_has_role(txnq.caller_role_v1(), t.opened_by, 'USAGE'))
+       AND (t.opened_by IS NULL OR txnq.caller_is_trusted_v1(txnq.caller_v1())
+            OR pg_catalog.pg_has_role(txnq.caller_v1(), t.opened_by, 'USAGE'))
      ORDER BY s.checkpoint_id NULLS LAST, s.tc_id, s.txn_seq;
 $$;

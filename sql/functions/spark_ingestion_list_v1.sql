@@ -9,7 +9,7 @@ LANGUAGE sql STABLE AS $$
     SELECT i.name, t.name, i.committed_run, i.committed_offsets, i.planned_run, i.planned_offsets,
            i.updated_at
       FROM txnq.spark_ingestions i LEFT JOIN txnq.topics t USING (topic_id)
-     WHERE txnq.caller_is_trusted_v1(txnq.caller_role_v1())
-        OR (t.name IS NOT NULL AND txnq.topic_visible_v1(txnq.caller_role_v1(), t.name))
+     WHERE txnq.caller_is_trusted_v1(txnq.caller_v1())
+        OR (t.name IS NOT NULL AND txnq.topic_visible_v1(txnq.caller_v1(), t.name))
      ORDER BY i.name;
 $$;

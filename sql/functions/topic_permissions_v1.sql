@@ -17,7 +17,7 @@ RETURNS TABLE (role text, resource text, kind text, action text, granted_by text
                granted_at timestamptz, role_exists boolean)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    v_caller oid := txnq.caller_role_v1();
+    v_caller name := txnq.caller_v1();
     v_all boolean;
 BEGIN
     IF p_role IS NOT NULL AND p_role !~ '^[A-Za-z0-9_.$-]{1,63}$' THEN

@@ -2,12 +2,14 @@
 -- (produce, consume or admin; trusted callers see every topic)? Filters the
 -- listings (list_topics_v1, spark_ingestion_list_v1). Revision 0015.
 --
--- Parameters: caller role OID, topic name. Returns true when visible.
+-- Parameters: caller role name, topic name. Returns true when visible.
 -- Locks: none. Errors: none. Internal.
-CREATE OR REPLACE FUNCTION txnq.topic_visible_v1(p_caller oid, p_name text)
+CREATE OR REPLACE FUNCTION txnq.topic_visible_v1(p_caller name, p_name text)
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT txnq.caller_is_trusted_v1(p_caller)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN txnq.caller_is_trusted_v1(p_caller)
         OR txnq.permission_granted_v1(p_caller, p_name, 'produce')
-        OR txnq.permission_granted_v1(p_caller, p_name, 'consume')
+        OR txnq.permission_granted_v1(p_caller, p_name, 'consume');
+END;
 $$;

@@ -15,10 +15,10 @@ RETURNS TABLE (id text, topic text, partition integer, first_offset bigint, max_
                why text)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    IF NOT txnq.caller_is_admin_v1(txnq.caller_role_v1()) THEN
+    IF NOT txnq.caller_is_admin_v1(txnq.caller_v1()) THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ018',
             MESSAGE = format('permission denied: role %s may not list every role''s hanging transactions',
-                             quote_ident(pg_catalog.pg_get_userbyid(txnq.caller_role_v1()))),
+                             quote_ident(txnq.caller_v1())),
             HINT = 'run it as a member of txnq_admin; a role sees its own transactions with txnq txn list';
     END IF;
     RETURN QUERY

@@ -13,8 +13,8 @@ LANGUAGE sql STABLE AS $$
       JOIN txnq.transactions t ON t.tc_id = s.tc_id AND t.txn_seq = s.txn_seq
      WHERE (p_state IS NULL OR s.state = p_state)
        AND s.opened_at <= now() - make_interval(secs => p_older_than)
-       AND (t.opened_by IS NULL OR txnq.caller_is_trusted_v1(txnq.caller_role_v1())
-            OR pg_catalog.pg_has_role(txnq.caller_role_v1(), t.opened_by, 'USAGE'))
+       AND (t.opened_by IS NULL OR txnq.caller_is_trusted_v1(txnq.caller_v1())
+            OR pg_catalog.pg_has_role(txnq.caller_v1(), t.opened_by, 'USAGE'))
      ORDER BY s.opened_at DESC, s.tc_id, s.txn_seq
      LIMIT p_limit;
 $$;

@@ -29,7 +29,7 @@ END $$;
 -- role is gone) and applies again to a role created with the same name; a
 -- grant on an exact name needs no topic yet (it allows creating it).
 CREATE TABLE txnq.topic_permissions (
-    resource   text NOT NULL,
+    resource   text COLLATE "C" NOT NULL,  -- byte order: a prefix sorts before its names
     is_prefix  boolean NOT NULL,
     grantee    text NOT NULL,
     action     text NOT NULL CHECK (action IN ('produce', 'consume', 'admin')),
@@ -38,6 +38,8 @@ CREATE TABLE txnq.topic_permissions (
     PRIMARY KEY (resource, is_prefix, grantee, action)
 );
 CREATE INDEX topic_permissions_by_grantee ON txnq.topic_permissions (grantee);
+-- The prefix grants, for permission_granted_v1's range scan.
+CREATE INDEX topic_permissions_prefixes ON txnq.topic_permissions (resource) WHERE is_prefix;
 
 -- The role that opened the transaction (an OID, 4 bytes: the row stays
 -- narrow). Added without a default first, so the transactions open during the
