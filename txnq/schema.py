@@ -452,6 +452,6 @@ topic_permissions = Table(
     Column("action", Text, primary_key=True),
     Column("granted_by", Text, nullable=False),
     Column("granted_at", TZ, nullable=False),
-    Index("topic_permissions_by_grantee", "grantee"),
+    Index("topic_permissions_by_grantee", "grantee", "resource"),
     Index("topic_permissions_prefixes", "resource", postgresql_where=text("is_prefix")),
 )

@@ -11,11 +11,12 @@
 --   action ('produce' | 'consume' | 'admin'), prefix_only (true: only prefix
 --   grants count: may the caller administer everything under a prefix?).
 -- Returns true when allowed.
--- Cost: PL/pgSQL keeps both plans for the session. The exact grant is one
+-- Cost: PL/pgSQL keeps the plans for the session. The exact grant is one
 --   probe of the primary key; prefix grants are looked up only when no exact
---   grant allows it, in the partial index of prefixes, among those between the
---   name's first character and the name itself (byte order: resource is
---   COLLATE "C", where every prefix of a name sorts at or before it).
+--   grant allows it: first the caller's own (index on grantee), then any
+--   group's (the partial index of prefixes, among those between the name's
+--   first character and the name itself: byte order, resource is COLLATE
+--   "C", where every prefix of a name sorts at or before it).
 -- Locks: none. Errors: none. Internal.
 CREATE OR REPLACE FUNCTION txnq.permission_granted_v1(
     p_caller name, p_name text, p_action text, p_prefix_only boolean DEFAULT false
@@ -25,18 +26,28 @@ LANGUAGE plpgsql STABLE AS $$
 BEGIN
     IF NOT p_prefix_only AND EXISTS (
         SELECT 1 FROM txnq.topic_permissions p
-         WHERE p.resource = p_name AND NOT p.is_prefix AND p.action IN (p_action, 'admin')
-           AND (p.grantee = p_caller
+         WHERE p.resource = p_name COLLATE "C" AND NOT p.is_prefix AND p.action IN (p_action, 'admin')
+           AND (p.grantee = p_caller::text
                 OR pg_catalog.pg_has_role(p_caller, pg_catalog.to_regrole(pg_catalog.quote_ident(p.grantee)),
                                           'USAGE'))) THEN
         RETURN true;
     END IF;
+    -- Prefix grants to the caller itself: its own few, by the grantee index
+    -- (no range on resource here, so that the plan cannot prefer the prefix
+    -- index and walk every role's prefixes).
+    IF EXISTS (
+        SELECT 1 FROM txnq.topic_permissions p
+         WHERE p.grantee = p_caller::text AND p.is_prefix
+           AND pg_catalog.starts_with(p_name, p.resource) AND p.action IN (p_action, 'admin')) THEN
+        RETURN true;
+    END IF;
+    -- Prefix grants to roles whose privileges the caller has (groups).
     RETURN EXISTS (
         SELECT 1 FROM txnq.topic_permissions p
-         WHERE p.is_prefix AND p.resource >= pg_catalog.left(p_name, 1) AND p.resource <= p_name
+         WHERE p.is_prefix AND p.grantee <> p_caller::text
+           AND p.resource >= pg_catalog.left(p_name, 1) COLLATE "C" AND p.resource <= p_name COLLATE "C"
            AND pg_catalog.starts_with(p_name, p.resource) AND p.action IN (p_action, 'admin')
-           AND (p.grantee = p_caller
-                OR pg_catalog.pg_has_role(p_caller, pg_catalog.to_regrole(pg_catalog.quote_ident(p.grantee)),
-                                          'USAGE')));
+           AND pg_catalog.pg_has_role(p_caller, pg_catalog.to_regrole(pg_catalog.quote_ident(p.grantee)),
+                                      'USAGE'));
 END;
 $$;

@@ -37,7 +37,8 @@ CREATE TABLE txnq.topic_permissions (
     granted_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (resource, is_prefix, grantee, action)
 );
-CREATE INDEX topic_permissions_by_grantee ON txnq.topic_permissions (grantee);
+-- A role's grants (listings), and its own prefix grants (permission_granted_v1).
+CREATE INDEX topic_permissions_by_grantee ON txnq.topic_permissions (grantee, resource);
 -- The prefix grants, for permission_granted_v1's range scan.
 CREATE INDEX topic_permissions_prefixes ON txnq.topic_permissions (resource) WHERE is_prefix;
 
