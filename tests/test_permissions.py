@@ -10,6 +10,7 @@ each test makes its own LOGIN roles (unique names, dropped afterwards).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -792,3 +793,23 @@ def test_the_workers_do_their_jobs_as_their_own_roles(
         assert conn.execute(
             "SELECT state FROM txnq.entry_logs WHERE entry_log_id = 2"
         ).fetchone() == ("DROPPED",)
+
+
+def test_the_asyncio_client_grants_and_is_refused_the_same_way(
+    dsn: str, world: World, make_login: Callable[..., Login]
+) -> None:
+    app = make_login("txnq_client", label="aio")
+
+    async def scenario() -> None:
+        async with txnq.aio.Client(dsn) as owner:
+            assert await owner.admin.grant(app.name, topic=TOPIC, actions="consume") == 1
+            grants = await owner.admin.permissions(role=app.name)
+            assert [(g.resource, g.action) for g in grants] == [(TOPIC, "consume")]
+        async with txnq.aio.Client(app.dsn) as client:
+            with pytest.raises(errors.PermissionDeniedError, match="--action admin"):
+                await client.admin.set_topic_policy(TOPIC, ttl="1h")
+            consumer = await client.subscribe(TOPIC, "aio", initial_position="earliest", **FAST)
+            assert (await consumer.receive(timeout=5)) is not None
+            await consumer.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=60))
