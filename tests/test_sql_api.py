@@ -376,6 +376,16 @@ ERRORS = {
         "SELECT * FROM txnq.append_v4(%(producer_hold_topic_id)s, 0, NULL, NULL, NULL, "
         "ARRAY['x']::bytea[])",
     ),
+    # Permissions (docs/security.md): the test logs in as a superuser, which
+    # passes every check; SET ROLE makes the rest of the block another role's.
+    "no-grant-on-the-topic": (
+        "TQ018",
+        "DO $$ BEGIN SET LOCAL ROLE txnq_client; PERFORM txnq.topic_by_name_v1('orders'); END $$",
+    ),
+    "function-of-another-txnq-role": (
+        "42501",
+        "DO $$ BEGIN SET LOCAL ROLE txnq_reader; PERFORM txnq.open_txn_v1(0, 10); END $$",
+    ),
 }
 
 

@@ -7,6 +7,7 @@ txnq SQL function or named query.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from txnq.errors import (
 )
 from txnq.messages import MAX_OFFSET, check_time
 from txnq.names import validate_name
+from txnq.permissions import TopicPermission, parse_actions, target, validate_role
 from txnq.queries import QUERIES
 from txnq.transaction import TxnId
 
@@ -444,6 +446,61 @@ class Admin:
         forced = _flag(force, "force")
         topic = self.get_topic(name)
         self._client.execute("delete_topic", {"topic_id": topic.topic_id, "force": forced})
+
+    # -- permissions (docs/security.md) ------------------------------------
+
+    def grant(
+        self,
+        role: str,
+        *,
+        topic: str | None = None,
+        prefix: str | None = None,
+        actions: str | Iterable[str],
+    ) -> int:
+        """Allow ``role`` to ``actions`` (produce, consume, admin; admin
+        includes the other two) the topic ``topic``, or every topic whose name
+        starts with ``prefix`` (topics created later included). The topic need
+        not exist yet. Returns how many grants were added."""
+        resource, is_prefix = target(topic, prefix)
+        params = {
+            "role": validate_role(role),
+            "resource": resource,
+            "is_prefix": is_prefix,
+            "actions": parse_actions(actions),
+        }
+        return int(self._client.query("grant_topic_permission", params)[0]["added"])
+
+    def revoke(
+        self,
+        role: str,
+        *,
+        topic: str | None = None,
+        prefix: str | None = None,
+        actions: str | Iterable[str] | None = None,
+    ) -> int:
+        """Take back grants of :meth:`grant`: those of ``role`` on exactly
+        that topic or prefix, for ``actions`` (None: all). Returns how many
+        were removed."""
+        resource, is_prefix = target(topic, prefix)
+        params = {
+            "role": validate_role(role),
+            "resource": resource,
+            "is_prefix": is_prefix,
+            "actions": parse_actions(actions, allow_none=True),
+        }
+        return int(self._client.query("revoke_topic_permission", params)[0]["removed"])
+
+    def permissions(
+        self, *, role: str | None = None, topic: str | None = None
+    ) -> list[TopicPermission]:
+        """The grants the caller may see (admins: all; a role: its own and
+        those on topics it administers); only ``role``'s, and only those that
+        apply to ``topic`` (its own and every prefix it falls under), when given."""
+        params = {
+            "role": None if role is None else validate_role(role),
+            "topic": None if topic is None else validate_name(topic, "topic"),
+        }
+        return [TopicPermission(**row) for row in self._client.query("topic_permissions", params)]
 
     # -- subscriptions ------------------------------------------------------
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -61,7 +62,12 @@ DETACH = sql.SQL("ALTER TABLE txnq.entries DETACH PARTITION {} CONCURRENTLY")
 FINALIZE = sql.SQL("ALTER TABLE txnq.entries DETACH PARTITION {} FINALIZE")
 ATTACH = sql.SQL("ALTER TABLE txnq.entries ATTACH PARTITION {} FOR VALUES IN ({})")
 DROP = sql.SQL("DROP TABLE {}")
+log = logging.getLogger("txnq.lifecycle")
+
 LOCK_TIMEOUT = "SET lock_timeout = '5s'"
+#: How long gc_drop_entry_log_v1 waits for txnq.entries (a scheduler that does
+#: not own it: docs/security.md); appends and fetches wait behind it that long at worst.
+GC_DROP_LOCK_TIMEOUT = "2s"
 
 #: How a GC run treats a sealed log that still holds live rows: ``none`` keeps
 #: it, ``minor``/``major`` compact it when its live share (live payload bytes
@@ -296,11 +302,14 @@ def collect_entry_logs(
             logs = conn.execute(
                 QUERIES["gc_sealed_entry_logs"], {"grace_seconds": grace}
             ).fetchall()
+            # The owner of txnq.entries detaches concurrently; the scheduler's
+            # own role (txnq_scheduler) through gc_drop_entry_log_v1.
+            owner = bool(scalar(conn, QUERIES["gc_owns_entries"]))
             for entry_log_id, table_name, _sealed_at in logs:
                 if budget.spent:
                     break
                 report.items.append(
-                    _collect_one(conn, entry_log_id, table_name, dry_run, threshold, budget)
+                    _collect_one(conn, entry_log_id, table_name, dry_run, threshold, budget, owner)
                 )
         finally:
             conn.execute(QUERIES["gc_unlock"])
@@ -336,6 +345,7 @@ def _collect_one(
     dry_run: bool,
     threshold: float,
     budget: _Budget,
+    owner: bool = True,
 ) -> EntryLogGc:
     if not _ENTRY_LOG_TABLE.match(table_name):
         raise errors.TxnqError(f"entry log {entry_log_id} has an unexpected table {table_name!r}")
@@ -366,6 +376,15 @@ def _collect_one(
         return _compact(conn, entry_log_id, result, budget)
     if dry_run:
         return result("would drop")
+    if not owner:
+        # DETACH ... CONCURRENTLY is the owner's and cannot run in a function:
+        # a short non-concurrent detach under a lock timeout, as the owner.
+        action = scalar(
+            conn,
+            QUERIES["gc_drop_entry_log"],
+            {"entry_log_id": entry_log_id, "lock_timeout": GC_DROP_LOCK_TIMEOUT},
+        )
+        return result(str(action))
     if state["detach_pending"]:
         conn.execute(FINALIZE.format(table))
     elif state["attached"]:
@@ -525,6 +544,16 @@ def vacuum_hot_tables(client: Client, *, min_dead: int = 1000) -> list[Vacuumed]
     try:
         conn.execute(LOCK_TIMEOUT)
         for row in rows:
+            if not row["may_vacuum"]:
+                # PostgreSQL would only warn and skip it: say so in the log.
+                log.warning(
+                    "txnq: cannot VACUUM txnq.%s (%s dead tuples): this role neither owns it nor "
+                    "has MAINTAIN on it (PostgreSQL 17+); autovacuum, or a member of txnq_admin, "
+                    "does it (docs/security.md)",
+                    row["relname"],
+                    row["n_dead_tup"],
+                )
+                continue
             try:
                 conn.execute(VACUUM.format(sql.Identifier("txnq", row["relname"])))
             except psycopg.errors.LockNotAvailable:

@@ -294,7 +294,7 @@ class ProducerBase:
             row = yield Call("topic_partition_count", {"topic_id": self._topic.topic_id})
         except (errors.TxnqError, psycopg.Error):
             return
-        if row is not None:
+        if row is not None and row[0] is not None:
             self._partitions = max(self._partitions, int(row[0]))
 
     def _route(self, key: bytes | None, partition: int | None) -> int:

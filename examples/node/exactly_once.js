@@ -22,7 +22,7 @@ async function main() {
     await db.query(
       "CREATE TABLE IF NOT EXISTS node_results (value text, source_partition int, source_offset bigint)"
     );
-    const input = await one(db, "SELECT topic_id FROM txnq.topics WHERE name = 'node-in'");
+    const input = await one(db, "SELECT topic_id FROM txnq.topic_by_name_v1('node-in')");
     const subscriptionId = (
       await one(
         db,
@@ -37,10 +37,8 @@ async function main() {
       await db.query("BEGIN");
       const { rows } = await db.query(
         `SELECT c.partition, f.entry_offset, f.payloads, f.acked_batch_indexes
-           FROM txnq.cursors c,
-                LATERAL txnq.fetch_v2(c.topic_id, c.partition, c.subscription_id,
-                                      c.mark_delete_offset, 10) f
-          WHERE c.topic_id = $1 AND c.subscription_id = $2
+           FROM txnq.cursor_positions_v1($1, $2) c,
+                LATERAL txnq.fetch_v2($1, c.partition, $2, c.mark_delete_offset, 10) f
           ORDER BY c.partition, f.entry_offset`,
         [input.topic_id, subscriptionId]
       );
@@ -86,7 +84,7 @@ async function main() {
     }
 
     // 2. A txnq transaction (two phases), committed, and one aborted.
-    const output = await one(db, "SELECT topic_id FROM txnq.topics WHERE name = 'node-out'");
+    const output = await one(db, "SELECT topic_id FROM txnq.topic_by_name_v1('node-out')");
     for (const [payload, commit] of [
       [`summary ${processed}`, true],
       ["aborted", false],

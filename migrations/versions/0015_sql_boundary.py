@@ -23,6 +23,13 @@ their v1 become wrappers (superseded_0015_workers.sql). A compaction target
 records the source row count of its catch-up
 (entry_logs.compaction_source_rows), which the swap requires.
 
+Permissions (group permissions, docs/security.md): per-topic grants
+(txnq.topic_permissions, the view txnq.topic_grants), the authorization hooks
+filled in, the client's direct table reads and writes moved behind
+functions, and grant_roles_v2: every public function runs as its owner with
+a pinned search_path, application roles hold no privilege on any table, the
+coordinator and the scheduler (txnq_scheduler) only what they run.
+
 Revision ID: 0015
 Revises: 0014
 Create Date: 2026-11-24
@@ -85,6 +92,72 @@ SQL_FILES = [
     "functions/compaction_v2.sql",
     "functions/superseded_0015_workers.sql",
     # --- end of group workers.
+    # --- group permissions (issue 17 item 3, docs/security.md): who the caller is, the
+    # grants table, the hooks above filled in, the functions the client's
+    # direct reads and writes moved behind, and grant_roles_v2.
+    "functions/caller_v1.sql",
+    "functions/caller_role_v1.sql",
+    "functions/caller_is_trusted_v1.sql",
+    "functions/caller_is_admin_v1.sql",
+    "schema/0015_permissions.sql",
+    "functions/permission_granted_v1.sql",
+    "functions/permission_denied_v1.sql",
+    "functions/topic_visible_v1.sql",
+    "functions/authorize_use_v1.sql",
+    "functions/require_permission_args_v1.sql",
+    "functions/grant_topic_permission_v1.sql",
+    "functions/revoke_topic_permission_v1.sql",
+    "functions/topic_permissions_v1.sql",
+    "views/topic_grants.sql",
+    "functions/schema_revision_v1.sql",
+    "functions/cursor_generation_v1.sql",
+    "functions/cursor_positions_v1.sql",
+    "functions/close_consumer_v1.sql",
+    "functions/register_waiters_v1.sql",
+    "functions/txn_limits_v1.sql",
+    "functions/txn_state_v1.sql",
+    "functions/txn_list_v1.sql",
+    "functions/txn_describe_v1.sql",
+    "functions/txn_describe_partitions_v1.sql",
+    "functions/txn_describe_subscriptions_v1.sql",
+    "functions/txn_history_v1.sql",
+    "functions/txn_find_hanging_v1.sql",
+    "functions/next_visible_claim_v1.sql",
+    "functions/topic_by_name_v1.sql",
+    "functions/topic_partition_count_v1.sql",
+    "functions/list_topics_v1.sql",
+    "functions/topic_partitions_v1.sql",
+    "functions/list_subscriptions_v1.sql",
+    "functions/subscription_by_name_v1.sql",
+    "functions/subscription_cursors_v1.sql",
+    "functions/subscription_consumers_v1.sql",
+    "functions/set_topic_policy_v1.sql",
+    "functions/set_backlog_quota_v1.sql",
+    "functions/backlog_quota_info_v1.sql",
+    "functions/discard_staged_v1.sql",
+    "functions/spark_partition_bounds_v1.sql",
+    "functions/spark_first_offset_at_v1.sql",
+    "functions/read_committed_v1.sql",
+    "functions/spark_ingestion_get_v1.sql",
+    "functions/spark_ingestion_list_v1.sql",
+    "functions/spark_ingestion_create_v1.sql",
+    "functions/spark_ingestion_plan_v1.sql",
+    "functions/spark_ingestion_commit_v1.sql",
+    "functions/spark_ingestion_delete_v1.sql",
+    "functions/sink_begin_v1.sql",
+    "functions/sink_prepare_v1.sql",
+    "functions/sink_forget_v1.sql",
+    "functions/sink_pending_v1.sql",
+    "functions/sink_session_epoch_v1.sql",
+    "functions/sink_session_lock_v1.sql",
+    "functions/coordinator_decided_v1.sql",
+    "functions/coordinator_record_owner_v1.sql",
+    "functions/gc_drop_entry_log_v1.sql",
+    "functions/superseded_0015_permissions.sql",
+    # --- end of group permissions.
+    # Last: grant_roles_v2 gives every function above its role and security
+    # (`txnq migrate` runs the newest grant_roles_vN after every upgrade too).
+    "functions/grant_roles_v2.sql",
 ]
 
 # Downgrading: the superseded versions get their own bodies back (the files
@@ -125,6 +198,103 @@ DOWNGRADE_REINSTALL = [
     "functions/compaction_v1.sql",
     # --- end of group workers.
 ]
+
+# Downgrading, in this order: the superseded versions get their own bodies
+# back (DOWNGRADE_REINSTALL), functions run as their caller again and lose
+# the permissions' objects (DOWNGRADE_PERMISSIONS), the new versions go
+# (DOWNGRADE), and revision 0007's grants are made again (DOWNGRADE_GRANTS).
+DOWNGRADE_PERMISSIONS = """
+-- permissions: functions run as their caller again (but the three that ran
+-- as their owner before: roll_entry_log_v1, compaction_begin_v1,
+-- entry_log_usage_inspect_v1), EXECUTE back to PUBLIC, then grant_roles_v1's
+-- rules (rows for txnq_client and txnq_worker); txnq_scheduler loses what it
+-- was granted here (the role stays: it belongs to the cluster).
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'txnq'::regnamespace AND p.prosecdef
+                AND p.proname NOT IN ('roll_entry_log_v1', 'compaction_begin_v1',
+                                      'entry_log_usage_inspect_v1')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SECURITY INVOKER RESET search_path', r.fn);
+    END LOOP;
+    FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'txnq'::regnamespace AND NOT p.prosecdef
+                AND p.proname !~ '^grant_roles_v'
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', r.fn);
+    END LOOP;
+    IF pg_catalog.to_regrole('txnq_scheduler') IS NOT NULL THEN
+        REVOKE ALL ON ALL TABLES IN SCHEMA txnq FROM txnq_scheduler;
+        REVOKE ALL ON ALL SEQUENCES IN SCHEMA txnq FROM txnq_scheduler;
+        REVOKE ALL ON ALL FUNCTIONS IN SCHEMA txnq FROM txnq_scheduler;
+        REVOKE ALL ON SCHEMA txnq FROM txnq_scheduler;
+    END IF;
+END $$;
+DROP VIEW txnq.topic_grants;
+ALTER TABLE txnq.transactions DROP COLUMN opened_by;
+DROP TABLE txnq.topic_permissions;
+DROP FUNCTION txnq.grant_roles_v2();
+DROP FUNCTION txnq.gc_drop_entry_log_v1(integer, text);
+DROP FUNCTION txnq.authorize_use_v1(integer);
+DROP FUNCTION txnq.backlog_quota_info_v1(integer);
+DROP FUNCTION txnq.caller_is_admin_v1(name);
+DROP FUNCTION txnq.caller_is_trusted_v1(name);
+DROP FUNCTION txnq.caller_v1();
+DROP FUNCTION txnq.caller_role_v1();
+DROP FUNCTION txnq.close_consumer_v1(integer,bigint);
+DROP FUNCTION txnq.coordinator_decided_v1(integer[],double precision,integer);
+DROP FUNCTION txnq.coordinator_record_owner_v1(text,integer[]);
+DROP FUNCTION txnq.cursor_generation_v1(integer,integer,bigint);
+DROP FUNCTION txnq.cursor_positions_v1(integer,bigint);
+DROP FUNCTION txnq.discard_staged_v1();
+DROP FUNCTION txnq.grant_topic_permission_v1(text,text,boolean,text[]);
+DROP FUNCTION txnq.list_subscriptions_v1(integer);
+DROP FUNCTION txnq.list_topics_v1();
+DROP FUNCTION txnq.next_visible_claim_v1(bigint);
+DROP FUNCTION txnq.permission_denied_v1(name,text,text,boolean,text);
+DROP FUNCTION txnq.permission_granted_v1(name,text,text,boolean);
+DROP FUNCTION txnq.read_committed_v1(integer,integer,bigint,bigint);
+DROP FUNCTION txnq.register_waiters_v1(integer,bigint,integer[]);
+DROP FUNCTION txnq.require_permission_args_v1(text,text,boolean,text[],boolean);
+DROP FUNCTION txnq.revoke_topic_permission_v1(text,text,boolean,text[]);
+DROP FUNCTION txnq.schema_revision_v1();
+DROP FUNCTION txnq.set_backlog_quota_v1(integer, boolean, bigint, boolean, double precision,
+                                        boolean, text);
+DROP FUNCTION txnq.set_topic_policy_v1(integer,double precision,bigint,double precision,boolean);
+DROP FUNCTION txnq.sink_begin_v1(text,integer,bigint);
+DROP FUNCTION txnq.sink_forget_v1(text,integer,bigint);
+DROP FUNCTION txnq.sink_pending_v1(text);
+DROP FUNCTION txnq.sink_prepare_v1(text,integer,bigint,bigint);
+DROP FUNCTION txnq.sink_session_epoch_v1(text);
+DROP FUNCTION txnq.sink_session_lock_v1(text);
+DROP FUNCTION txnq.spark_first_offset_at_v1(integer,timestamp with time zone);
+DROP FUNCTION txnq.spark_ingestion_commit_v1(text,bigint);
+DROP FUNCTION txnq.spark_ingestion_create_v1(text,integer);
+DROP FUNCTION txnq.spark_ingestion_delete_v1(text);
+DROP FUNCTION txnq.spark_ingestion_get_v1(text);
+DROP FUNCTION txnq.spark_ingestion_list_v1();
+DROP FUNCTION txnq.spark_ingestion_plan_v1(text,bigint[]);
+DROP FUNCTION txnq.spark_partition_bounds_v1(integer);
+DROP FUNCTION txnq.subscription_by_name_v1(integer,text);
+DROP FUNCTION txnq.subscription_consumers_v1(bigint);
+DROP FUNCTION txnq.subscription_cursors_v1(integer,bigint);
+DROP FUNCTION txnq.topic_by_name_v1(text);
+DROP FUNCTION txnq.topic_partition_count_v1(integer);
+DROP FUNCTION txnq.topic_partitions_v1(integer);
+DROP FUNCTION txnq.topic_permissions_v1(text,text);
+DROP FUNCTION txnq.topic_visible_v1(name,text);
+DROP FUNCTION txnq.txn_describe_partitions_v1(integer,bigint);
+DROP FUNCTION txnq.txn_describe_subscriptions_v1(integer,bigint);
+DROP FUNCTION txnq.txn_describe_v1(integer,bigint);
+DROP FUNCTION txnq.txn_find_hanging_v1(double precision);
+DROP FUNCTION txnq.txn_history_v1(integer,bigint);
+DROP FUNCTION txnq.txn_limits_v1();
+DROP FUNCTION txnq.txn_list_v1(text,double precision,integer);
+DROP FUNCTION txnq.txn_state_v1(integer,bigint);
+"""
 
 DOWNGRADE = """
 -- group produce
@@ -188,6 +358,16 @@ def upgrade() -> None:
     apply_sql_files(op.get_bind(), SQL_FILES)
 
 
+DOWNGRADE_GRANTS = """
+REVOKE EXECUTE ON FUNCTION txnq.roll_entry_log_v1(boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION txnq.compaction_begin_v1(integer) FROM PUBLIC;
+SELECT txnq.grant_roles_v1();
+"""
+
+
 def downgrade() -> None:
-    apply_sql_files(op.get_bind(), DOWNGRADE_REINSTALL)
-    op.get_bind().connection.driver_connection.execute(DOWNGRADE)
+    connection = op.get_bind()
+    apply_sql_files(connection, DOWNGRADE_REINSTALL)
+    driver_connection = connection.connection.driver_connection
+    for statements in (DOWNGRADE_PERMISSIONS, DOWNGRADE, DOWNGRADE_GRANTS):
+        driver_connection.execute(statements)

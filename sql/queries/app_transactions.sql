@@ -17,5 +17,4 @@ SELECT stage_id, topic_id, partition, entry_offset, first_batch_index FROM txnq.
 
 -- name: discard_staged
 -- abort(): the caller's transaction goes on without what txnq staged in it.
-WITH sends AS (DELETE FROM txnq.staged_sends WHERE xact = pg_current_xact_id())
-DELETE FROM txnq.staged_acks WHERE xact = pg_current_xact_id()
+SELECT txnq.discard_staged_v1()

@@ -29,10 +29,7 @@ SELECT pg_try_advisory_lock(7301, %(tc_id)s)
 SELECT pg_advisory_unlock(7301, %(tc_id)s)
 
 -- name: coordinator_record_owner
-INSERT INTO txnq.coordinators AS c (tc_id, owner, owned_since)
-SELECT t, %(owner)s, now() FROM unnest(%(tc_ids)s::int[]) AS t
-ON CONFLICT (tc_id) DO UPDATE SET owner = excluded.owner, owned_since = excluded.owned_since
- WHERE c.owner IS DISTINCT FROM excluded.owner
+SELECT txnq.coordinator_record_owner_v1(%(owner)s, %(tc_ids)s::int[])
 
 -- name: coordinator_decided
 -- Decided transactions of the given coordinators, oldest decision first. A
@@ -43,12 +40,8 @@ ON CONFLICT (tc_id) DO UPDATE SET owner = excluded.owner, owned_since = excluded
 -- behind it, and the next scan finds it again if it is still unfinished. The
 -- worker runs this in autocommit, so the lock ends with the statement; each
 -- step of the marker phase takes its own locks.
-SELECT tc_id, txn_seq, state FROM txnq.transactions
- WHERE state IN ('COMMITTING', 'ABORTING') AND tc_id = ANY(%(tc_ids)s::int[])
-   AND decided_at <= now() - make_interval(secs => %(grace_seconds)s)
- ORDER BY decided_at
- LIMIT %(limit)s
-   FOR NO KEY UPDATE SKIP LOCKED
+SELECT tc_id, txn_seq, state
+  FROM txnq.coordinator_decided_v1(%(tc_ids)s::int[], %(grace_seconds)s, %(limit)s)
 
 -- name: coordinator_unmarked_partitions
 SELECT topic_id, partition FROM txnq.txn_partitions

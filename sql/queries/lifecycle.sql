@@ -2,12 +2,9 @@
 
 -- name: set_topic_policy
 -- Each policy NULL keeps its value; clear_ttl removes the TTL.
-UPDATE txnq.topics
-   SET retention_seconds = coalesce(%(retention_seconds)s, retention_seconds),
-       retention_bytes = coalesce(%(retention_bytes)s, retention_bytes),
-       ttl_seconds = CASE WHEN %(clear_ttl)s THEN NULL
-                          ELSE coalesce(%(ttl_seconds)s, ttl_seconds) END
- WHERE topic_id = %(topic_id)s
+SELECT txnq.set_topic_policy_v1(%(topic_id)s, %(retention_seconds)s::double precision,
+                                %(retention_bytes)s::bigint, %(ttl_seconds)s::double precision,
+                                %(clear_ttl)s)
 
 -- name: ttl_topics
 SELECT topic_id, name FROM txnq.topics WHERE ttl_seconds > 0 ORDER BY topic_id
@@ -201,8 +198,23 @@ SELECT txnq.unsubscribe_v1(s.subscription_id, NULL, false)
 -- The small, constantly updated tables of txnq with more dead tuples than
 -- min_dead and than a fifth of their live ones: what autovacuum would pick,
 -- for servers where it is off or behind.
-SELECT s.relname, s.n_dead_tup, s.n_live_tup
+-- may_vacuum: this role may VACUUM it (its owner's privileges, or
+-- PostgreSQL 17's MAINTAIN, which grant_roles_v2 gives txnq_scheduler).
+SELECT s.relname, s.n_dead_tup, s.n_live_tup,
+       CASE WHEN current_setting('server_version_num')::integer >= 170000
+            THEN has_table_privilege(s.relid, 'MAINTAIN')
+            ELSE pg_has_role(current_user, c.relowner, 'USAGE') END AS may_vacuum
   FROM pg_stat_user_tables s
+  JOIN pg_class c ON c.oid = s.relid
  WHERE s.schemaname = 'txnq' AND s.relname = ANY(%(tables)s::text[])
    AND s.n_dead_tup >= %(min_dead)s AND s.n_dead_tup >= s.n_live_tup / 5
  ORDER BY s.n_dead_tup DESC
+
+-- name: gc_owns_entries
+-- May this role DETACH and DROP entry logs itself (it has the privileges of
+-- the owner of txnq.entries)? Else GC drops through gc_drop_entry_log_v1.
+SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c
+ WHERE c.oid = 'txnq.entries'::regclass
+
+-- name: gc_drop_entry_log
+SELECT txnq.gc_drop_entry_log_v1(%(entry_log_id)s, %(lock_timeout)s)
