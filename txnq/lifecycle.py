@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import logging
+import math
 import re
 import time
 from collections.abc import Callable
