@@ -12,6 +12,13 @@ missing). Rounds alternate base, head, base, head ... so a machine that
 slows down during the run weighs on both sides alike; the table shows each
 measurement's median per side and head / base.
 
+With ``--role NAME`` the benchmark runs as an application role: a LOGIN
+role NAME (created if missing) in txnq_client with CREATE on schema public
+(for the raw reference table); on a side whose schema has per-topic grants
+(revision 0015 on) it gets 'admin' on the topic prefix ``bench-``, which
+implies produce and consume. So the permission checks are measured on the
+path an application takes, not the owner's shortcut.
+
 The benchmark must accept ``--dsn`` and ``--json`` and print
 ``{"results": [{"name": ..., "msgs_per_s": ...}, ...]}`` (as
 bench/produce_consume.py does).
@@ -62,9 +69,37 @@ def database(dsn: str, name: str) -> str:
     return psycopg.conninfo.make_conninfo(dsn, dbname=name)
 
 
-def bench_once(tree: Path, dsn: str, bench: str, extra: list[str]) -> dict[str, float]:
+CREATE_ROLE = """
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %(role)s) THEN
+        EXECUTE format('CREATE ROLE %%I LOGIN', %(role)s);
+    END IF;
+END $$
+"""
+GRANT_PREFIX = """
+SELECT txnq.grant_topic_permission_v1(%(role)s, 'bench-', true, ARRAY['admin'])
+ WHERE to_regprocedure('txnq.grant_topic_permission_v1(text, text, boolean, text[])') IS NOT NULL
+"""
+
+
+def as_role(dsn: str, role: str) -> str:
+    """``dsn``'s database as the application role ``role``, set up for the benchmark."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(CREATE_ROLE, {"role": role})
+        conn.execute(sql.SQL("GRANT txnq_client TO {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(role)))
+        conn.execute(GRANT_PREFIX, {"role": role})
+    return psycopg.conninfo.make_conninfo(dsn, user=role)
+
+
+def bench_once(
+    tree: Path, dsn: str, bench: str, extra: list[str], role: str | None
+) -> dict[str, float]:
     python = tree / ".venv" / "bin" / "python"
     _run([str(tree / ".venv" / "bin" / "txnq"), "migrate", "--dsn", dsn], tree)
+    if role is not None:
+        dsn = as_role(dsn, role)
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = _run([str(python), bench, "--dsn", dsn, "--json", *extra], tree, env=env)
     return {r["name"]: float(r["msgs_per_s"]) for r in json.loads(out)["results"]}
@@ -83,6 +118,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bench", default="bench/produce_consume.py")
     parser.add_argument("--name", default="txnq_compare")
+    parser.add_argument("--role", help="run the benchmark as this application role")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("extra", nargs="*", help="arguments for the benchmark (after --)")
     args = parser.parse_args()
@@ -95,7 +131,7 @@ def main() -> int:
     for round_ in range(args.rounds):
         for side, tree in sides.items():
             print(f"round {round_ + 1}/{args.rounds}: {side}", file=sys.stderr)
-            runs[side].append(bench_once(tree, dsns[side], args.bench, args.extra))
+            runs[side].append(bench_once(tree, dsns[side], args.bench, args.extra, args.role))
 
     names = list(runs["head"][0])
     table = []
@@ -106,7 +142,11 @@ def main() -> int:
     if args.json:
         print(json.dumps({"base": args.base, "rounds": args.rounds, "results": table}, indent=2))
         return 0
-    print(f"{args.bench}: medians of {args.rounds} alternating rounds, base {args.base} vs head")
+    who = f"as role {args.role}" if args.role else "as the DSN's role"
+    print(
+        f"{args.bench}: medians of {args.rounds} alternating rounds, "
+        f"base {args.base} vs head, {who}"
+    )
     print(f"{'measurement':40} {'base':>12} {'head':>12} {'head/base':>10}")
     for row in table:
         print(f"{row['name']:40} {row['base']:12,.0f} {row['head']:12,.0f} {row['ratio']:10.1%}")
