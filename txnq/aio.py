@@ -59,6 +59,7 @@ from txnq.client import Client as SyncClient
 from txnq.client import ClientBase
 from txnq.consumer import Backoff, ConsumerBase, DeadLetterPolicy, _ensure_topic
 from txnq.durations import Duration, parse_duration
+from txnq.failpoints import raise_if_armed
 from txnq.messages import Message, MessageId
 from txnq.options import CONSUMER_OPTIONS, PRODUCER_OPTIONS, checked_options
 from txnq.plans import AsyncIO, Plan, arun
@@ -550,15 +551,23 @@ class Producer(ProducerBase):
         return pending
 
     async def _flush_loop(self) -> None:
-        while not self._closed:
-            ready, wait = self._ready_partitions()
-            if not ready:
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
-                continue
-            for partition in ready:
-                await self._flush_partition(partition)
+        try:
+            while not self._closed:
+                ready, wait = self._ready_partitions()
+                if not ready:
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), wait)
+                    continue
+                raise_if_armed("producer_flush")
+                for partition in ready:
+                    await self._flush_partition(partition)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            # The task ends here: fail what is queued, so nothing waits for it.
+            self._stopped(exc, [])
+            self._room.set()
 
     async def _flush_partition(self, partition: int) -> None:
         async with self._io_lock:
@@ -566,9 +575,16 @@ class Producer(ProducerBase):
 
     async def _flush_locked(self, partition: int) -> None:
         """Write the partition's queued batches, in order (the I/O lock is held)."""
-        for batch in self._take(partition):
+        batches = self._take(partition)
+        for index, batch in enumerate(batches):
             try:
                 await arun(self._write_plan(partition, batch), self._io)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                failure = self._stopped(exc, batches[index:])
+                self._pending -= sum(len(b.payloads) for b in batches[index + 1 :])
+                raise failure from exc
             finally:
                 self._pending -= len(batch.payloads)
                 self._room.set()
@@ -668,6 +684,7 @@ class Consumer(ConsumerBase):
                 await self._ack_conn.close()
             raise
         self._task = asyncio.get_running_loop().create_task(arun(self._run_plan(), self._fetch_io))
+        self._task.add_done_callback(self._fetch_task_done)
         client._children.append(self)
         return self
 
@@ -683,7 +700,7 @@ class Consumer(ConsumerBase):
                 message = self._queue.popleft()
                 if len(self._queue) < self._queue_size // 2:
                     self._cond.notify_all()  # room for the fetch task
-                return message
+                return self._handed_out(message)
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None
@@ -849,6 +866,15 @@ class Consumer(ConsumerBase):
                 await conn.execute("SELECT pg_notify(%s, '')", (self._channel,))
         except (psycopg.Error, errors.TxnqError):
             pass  # the fetch task polls anyway
+
+    def _fetch_task_done(self, task: asyncio.Task[None]) -> None:
+        """The fetch task ended: if on an error the plan did not stop on itself,
+        every later call raises it (never None forever)."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and not self._closed:
+            self._fetch_failed(exc)
 
     async def _current_fetch_conn(self) -> psycopg.AsyncConnection[Any]:
         return self._fetch_conn

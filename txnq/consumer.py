@@ -36,6 +36,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import heapq
+import logging
 import threading
 import time
 import uuid
@@ -51,11 +52,15 @@ from txnq import errors
 from txnq.admin import seek_target
 from txnq.app_transaction import _ATTACHED_SHARED_HINT
 from txnq.durations import Duration, parse_duration
+from txnq.failpoints import raise_if_armed
 from txnq.messages import (
+    LenientRows,
     Message,
     MessageId,
+    UndecodableMessage,
     check_batch_size,
     check_message_id,
+    checked,
 )
 from txnq.names import validate_name
 from txnq.plans import (
@@ -81,6 +86,8 @@ if TYPE_CHECKING:
     from txnq.transaction import Transaction, TransactionBase, TxnId
 
 T = TypeVar("T")
+
+log = logging.getLogger("txnq.consumer")
 
 SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
 SHARED_TYPES = ("shared", "key_shared")
@@ -366,9 +373,20 @@ class ConsumerBase(abc.ABC):
         messages = [first]
         with self._cond:
             while self._deliverable() and len(messages) < max_messages:
+                if isinstance(self._queue[0], UndecodableMessage):
+                    break  # the next receive raises its error, in its place
                 messages.append(self._queue.popleft())
             self._cond.notify_all()
         return messages
+
+    @staticmethod
+    def _handed_out(message: Message) -> Message:
+        """``message``, or, for one that could not be decoded, its
+        MessageDecodeError raised in its place (txnq.messages: the other
+        messages keep flowing; the application acknowledges it by id)."""
+        if isinstance(message, UndecodableMessage):
+            raise message.error()
+        return message
 
     # -- acknowledging ------------------------------------------------------
 
@@ -903,6 +921,7 @@ class ConsumerBase(abc.ABC):
                 if self._closed:
                     return
             try:
+                raise_if_armed("consumer_fetch")
                 if time.monotonic() >= self._heartbeat_due:
                     yield from self._heartbeat_plan()
                 if not self._shared:
@@ -922,6 +941,28 @@ class ConsumerBase(abc.ABC):
                 return
             except psycopg.OperationalError:
                 yield from self._reconnect_fetch_plan()
+            except Exception as exc:
+                # Anything else would end the loop silently, and receive()
+                # would return None forever: stop, and say why at every call.
+                self._fetch_failed(exc)
+                return
+
+    def _fetch_failed(self, exc: BaseException) -> None:
+        """The fetch loop (thread or task) stopped on ``exc``, which is not a
+        txnq error or a lost connection: every later call raises
+        BackgroundFailureError naming it; close() still works."""
+        failure = errors.BackgroundFailureError(
+            f"consumer {self.name!r} of subscription {self.subscription!r} on topic "
+            f"{self.topic!r} stopped receiving: its fetch loop failed with "
+            f"{type(exc).__name__}: {exc}. Close it and subscribe again (what it did not "
+            "acknowledge is delivered again)"
+        )
+        failure.__cause__ = exc
+        log.error("%s", failure, exc_info=exc)
+        with self._cond:
+            if self._failure is None:
+                self._failure = failure
+            self._cond.notify_all()
 
     def _reconnect_fetch_plan(self) -> Plan[None]:
         """A new fetch connection, until one works (or the consumer closes)."""
@@ -1092,6 +1133,7 @@ class ConsumerBase(abc.ABC):
                     },
                     "all",
                     binary=True,
+                    messages=True,
                 )
                 for partition, after, _ in plan
             ],
@@ -1124,6 +1166,7 @@ class ConsumerBase(abc.ABC):
                 },
                 "all",
                 binary=True,
+                messages=True,
             )
         except errors.ConsumerExpiredError:
             self._heartbeat_due = 0.0  # re-register on the next loop
@@ -1159,6 +1202,8 @@ class ConsumerBase(abc.ABC):
                 redelivery_count,
             ) in rows
         ]
+        if rows.__class__ is LenientRows:  # some values could not be decoded
+            messages = yield from self._undecodable_plan([checked(m) for m in messages])
         with self._cond:
             # Kept even when a seek happened meanwhile: these claims are this
             # consumer's, whichever side of the seek they were made on (at
@@ -1166,6 +1211,40 @@ class ConsumerBase(abc.ABC):
             self._queue.extend(messages)
             self._cond.notify_all()
         return len(messages)
+
+    def _undecodable_plan(self, messages: list[Message]) -> Plan[list[Message]]:
+        """Shared types, claimed ``messages`` of which some could not be
+        decoded: with a dead-letter policy, move those to the dead-letter
+        topic now (txnq.dead_letter_v2, as claim_v2 moves a message past
+        max_redeliver_count; the copy is made decodable) and leave them out.
+        Without a policy, or when the move fails, they stay: receive() raises
+        a MessageDecodeError for each."""
+        if self._dead_letter_topic_id is None:
+            return messages
+        kept: list[Message] = []
+        for message in messages:
+            if not isinstance(message, UndecodableMessage):
+                kept.append(message)
+                continue
+            message_id = message.message_id
+            try:
+                yield Call(
+                    "dead_letter",
+                    {
+                        "topic_id": self._topic_id,
+                        "partition": message_id.partition,
+                        "subscription_id": self.subscription_id,
+                        "entry_offset": message_id.offset,
+                        "batch_index": message_id.batch_index,
+                        "dead_letter_topic_id": self._dead_letter_topic_id,
+                        "reason": f"cannot be decoded: its {message.field} {message.detail}",
+                    },
+                    "value",
+                )
+            except errors.TxnqError as exc:
+                message.note = f" (moving it to the dead-letter topic failed: {exc})"
+                kept.append(message)
+        return kept
 
     def _enqueue(self, partition: int, epoch: int, rows: Sequence[Any]) -> int:
         topic = self.topic
@@ -1203,6 +1282,8 @@ class ConsumerBase(abc.ABC):
                         count,
                     )
                 )
+        if rows.__class__ is LenientRows:  # some values could not be decoded
+            messages = [checked(m) for m in messages]
         with self._cond:
             if self._epoch.get(partition, 0) != epoch or partition not in self._assigned:
                 return 0  # the partition was reset or handed over meanwhile
@@ -1348,8 +1429,7 @@ class Consumer(ConsumerBase):
             self._ack_proxy.close()
             raise
         self._thread = threading.Thread(
-            target=run,
-            args=(self._run_plan(), self._fetch_io),
+            target=self._fetch_thread,
             name=f"txnq-consumer-{self.name}",
             daemon=True,
         )
@@ -1400,7 +1480,7 @@ class Consumer(ConsumerBase):
             message = self._queue.popleft()
             if len(self._queue) < self._queue_size // 2:
                 self._cond.notify_all()  # room for the fetch thread
-            return message
+            return self._handed_out(message)
 
     def batch_receive(self, max_messages: int = 100, timeout: Duration = "100ms") -> list[Message]:
         """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
@@ -1606,6 +1686,12 @@ class Consumer(ConsumerBase):
         self.close()
 
     # -- the sync face's I/O --------------------------------------------------
+
+    def _fetch_thread(self) -> None:
+        try:
+            run(self._run_plan(), self._fetch_io)
+        except BaseException as exc:  # the plan stops on its own errors: this is the rest
+            self._fetch_failed(exc)
 
     def _run_ack(self, plan: Plan[T]) -> T:
         """Run a plan on the caller-side (ack) connection, one at a time."""

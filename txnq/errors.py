@@ -7,6 +7,11 @@ correct the call and retry without cleaning anything up.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from txnq.messages import MessageId
+
 
 class TxnqError(Exception):
     """Base class of every error txnq raises on purpose."""
@@ -83,6 +88,56 @@ class OutOfOrderSequenceError(TxnqError):
 
 class ClosedError(TxnqError):
     """The client, producer or consumer was closed."""
+
+
+class MessageDecodeError(TxnqError):
+    """A stored message cannot be decoded into a :class:`~txnq.Message`: an
+    event or publish time outside what Python's datetime holds (after year
+    9999, 'infinity'), or properties that are not an object of strings. Raised
+    by ``receive()`` / ``batch_receive()`` in the message's place; the other
+    messages keep coming. The message counts as delivered: acknowledge it by
+    ``message_id`` to skip it (else it comes back like any unacknowledged
+    message), or subscribe with a ``dead_letter_policy`` (shared and
+    key_shared subscriptions) to have such messages moved to the dead-letter
+    topic. ``field`` names what failed, ``detail`` what it holds; ``value``
+    and ``key_bytes`` are the message's payload and key."""
+
+    def __init__(
+        self,
+        message_id: MessageId,
+        field: str,
+        detail: str,
+        value: bytes | None = None,
+        key_bytes: bytes | None = None,
+        note: str = "",
+    ) -> None:
+        self.message_id = message_id
+        self.field = field
+        self.detail = detail
+        self.value = value
+        self.key_bytes = key_bytes
+        super().__init__(
+            f"message {message_id} cannot be decoded: its {field} {detail}{note}. The other "
+            "messages keep coming; acknowledge this one by its id to skip it "
+            "(consumer.acknowledge(error.message_id)), or, on a shared or key_shared "
+            "subscription, subscribe with a dead_letter_policy to have such messages moved "
+            "to the dead-letter topic"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            type(self),
+            (self.message_id, self.field, self.detail, self.value, self.key_bytes),
+        )
+
+
+class BackgroundFailureError(TxnqError):
+    """A consumer's fetch thread (or asyncio task) or a producer's flush thread
+    stopped on an unexpected error, named in the message (and its
+    ``__cause__``). Every later call of that consumer or producer raises this;
+    ``close()`` still works: close it and create a new one (what a consumer
+    had not acknowledged is delivered again; a producer's messages that were
+    not written have this error in their PendingSend and callbacks)."""
 
 
 class TimeoutError(TxnqError):

@@ -12,6 +12,10 @@ decision, before the marker phase), ``after_partition_marker``,
 worker's marker phase, see txnq.transaction.run_marker_phase);
 ``spark_ingest_after_plan``, ``spark_ingest_after_sink`` (a Spark ingestion
 run, see txnq.spark.ingestion).
+
+:func:`raise_if_armed` raises instead of exiting, for tests of what happens
+when a background thread or task meets an unexpected error: ``consumer_fetch``
+and ``producer_flush``.
 """
 
 from __future__ import annotations
@@ -34,3 +38,19 @@ def failpoint(name: str) -> None:
     if os.environ.get("TXNQ_FAILPOINT") == name:
         log.warning("failpoint %s: exiting now", name)
         os._exit(EXIT_CODE)
+
+
+class FailpointError(RuntimeError):
+    """The unexpected error :func:`raise_if_armed` raises: not a TxnqError, not
+    a psycopg error, as a bug would raise."""
+
+
+def raise_if_armed(name: str) -> None:
+    """Raise :class:`FailpointError` when TXNQ_FAILPOINT names this place: a
+    test makes a background thread or task fail there, in the process, and
+    checks that the failure reaches the application. Places:
+    ``consumer_fetch`` (each round of a consumer's fetch loop),
+    ``producer_flush`` (each round of a producer's flush thread or task)."""
+    if os.environ.get("TXNQ_FAILPOINT") == name:
+        log.warning("failpoint %s: raising", name)
+        raise FailpointError(f"failpoint {name}")

@@ -1,15 +1,35 @@
-"""Messages as users see them: :class:`MessageId`, :class:`Message`, and the
+"""Messages as users see them: :class:`MessageId`, :class:`Message`, the
 checks that turn user input (payload, key, properties, event time) into what
-is stored.
+is stored, and the decoding of stored messages.
+
+Decoding never stalls delivery. Whatever is stored -- an event time after
+year 9999 or 'infinity' (Python's datetime holds years 1 to 9999),
+properties that are not an object of strings, rows an older version or a
+hand edit wrote -- a consumer's fetch or claim returns every row: the rows
+load with psycopg's own loaders (properties checked as they load, by
+:func:`use_message_loaders`), and only when a value fails are the rows of
+that result loaded again by :func:`lenient_rows`, which puts an
+:class:`Undecodable` in place of each value that cannot be decoded. The
+consumer then turns each message holding one into an
+:class:`UndecodableMessage` (:func:`checked`), which ``receive()`` raises
+as a MessageDecodeError in its place. The fast path pays nothing per
+message: no extra round trip, no per-value Python call but the properties
+check, and the second pass runs only for a result that failed.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from txnq.errors import InvalidArgumentError
+import psycopg
+from psycopg import adapt
+from psycopg.pq import Format
+from psycopg.types.datetime import TimestamptzBinaryLoader, TimestamptzLoader
+
+from txnq.errors import InvalidArgumentError, MessageDecodeError
 
 Payload = bytes | bytearray | memoryview | str
 Key = str | bytes
@@ -251,3 +271,216 @@ def decode_properties(raw: Any) -> dict[str, str]:
     if isinstance(raw, dict):
         return raw
     return dict(json.loads(raw))
+
+
+# -- decoding stored messages ------------------------------------------------------
+
+
+class Undecodable:
+    """In a row loaded by :func:`lenient_rows`, in place of a stored value the
+    client cannot decode; ``detail`` says what it holds and why it fails."""
+
+    __slots__ = ("detail",)
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+
+    def __repr__(self) -> str:
+        return f"Undecodable({self.detail!r})"
+
+
+class LenientRows(list[Any]):
+    """Rows loaded by :func:`lenient_rows`: some values may be :class:`Undecodable`."""
+
+
+class UndecodableMessage(Message):
+    """Stands in a receive queue for a message one of whose fields could not be
+    decoded (it holds an :class:`Undecodable`): ``receive()`` raises
+    :meth:`error` instead of handing it out. Its id and batch size are real,
+    so acknowledging it by id works as for any message."""
+
+    __slots__ = ("detail", "field", "note")
+    field: str  # publish_time, event_time or properties
+    detail: str  # what it holds and why it fails
+    note: str  # what else happened (a dead-letter move that failed), or ""
+
+    def error(self) -> MessageDecodeError:
+        return MessageDecodeError(
+            self.message_id, self.field, self.detail, self.value, self.key_bytes, self.note
+        )
+
+
+#: The fields of a Message that a stored value may fail to decode into.
+DECODED_FIELDS = ("publish_time", "event_time", "properties")
+
+
+def checked(message: Message) -> Message:
+    """``message``, or an :class:`UndecodableMessage` for it when one of its
+    fields is :class:`Undecodable` (only rows from :func:`lenient_rows` have those)."""
+    for field in DECODED_FIELDS:
+        value = getattr(message, field)
+        if value.__class__ is Undecodable:
+            bad = UndecodableMessage(
+                message.value,
+                message.key_bytes,
+                {},
+                message.message_id,
+                message.publish_time,
+                message.event_time,
+                message.redelivery_count,
+                message.producer_id,
+                message.sequence,
+                message.batch_size,
+            )
+            bad.field, bad.detail, bad.note = field, value.detail, ""
+            return bad
+    return message
+
+
+def _properties(value: Any, text: bytes) -> Any:
+    """Stored properties as a dict of str (JSON null: none); raises DataError otherwise."""
+    if value.__class__ is dict:
+        for item in value.values():
+            if item.__class__ is not str:
+                break
+        else:
+            return value
+    elif value is None:
+        return {}
+    raise psycopg.DataError(f"properties {_clipped(text)} are not an object of strings")
+
+
+def _clipped(text: bytes | str, limit: int = 200) -> str:
+    shown = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return shown if len(shown) <= limit else shown[:limit] + "..."
+
+
+class _PropertiesBinaryLoader(adapt.Loader):
+    """jsonb properties, binary: a dict of str, checked as it loads."""
+
+    format = Format.BINARY
+
+    def load(self, data: Any) -> Any:
+        if data and data[0] != 1:
+            raise psycopg.DataError(f"unknown jsonb binary format: {data[0]}")
+        text = bytes(data[1:])
+        return _properties(json.loads(text), text)
+
+
+class _PropertiesLoader(adapt.Loader):
+    """jsonb properties, text: as :class:`_PropertiesBinaryLoader`."""
+
+    def load(self, data: Any) -> Any:
+        text = bytes(data)
+        return _properties(json.loads(text), text)
+
+
+def use_message_loaders(cursor: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> None:
+    """Load the cursor's jsonb values (the messages' properties) as dicts of
+    str, raising DataError for anything else, so that :func:`lenient_rows`
+    takes over. One registration per query, not per message."""
+    cursor.adapters.register_loader("jsonb", _PropertiesBinaryLoader)
+    cursor.adapters.register_loader("jsonb", _PropertiesLoader)
+
+
+_INT8 = struct.Struct("!q")
+_INFINITY = (1 << 63) - 1
+_MINUS_INFINITY = -(1 << 63)
+_DAY_MICROS = 86_400_000_000
+_DAYS_1970_TO_2000 = 10_957
+_DATETIME_LIMITS = "a Python datetime holds years 1 to 9999, in the session's time zone"
+
+
+def timestamp_text(micros: int) -> str:
+    """A binary timestamptz (microseconds since 2000-01-01 UTC) as PostgreSQL
+    prints it in UTC, for any year (datetime stops at 9999)."""
+    if micros == _INFINITY:
+        return "infinity"
+    if micros == _MINUS_INFINITY:
+        return "-infinity"
+    days, rest = divmod(micros, _DAY_MICROS)
+    year, month, day = _civil_from_days(days + _DAYS_1970_TO_2000)
+    hours, rest = divmod(rest, 3_600_000_000)
+    minutes, rest = divmod(rest, 60_000_000)
+    seconds, fraction = divmod(rest, 1_000_000)
+    era = "" if year > 0 else " BC"
+    text = f"{year if year > 0 else 1 - year:04d}-{month:02d}-{day:02d} "
+    text += f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    return text + (f".{fraction:06d}".rstrip("0") if fraction else "") + "+00" + era
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a count of days since 1970-01-01, proleptic
+    Gregorian, year 0 being 1 BC (H. Hinnant's algorithm)."""
+    z = days + 719_468
+    era = z // 146_097
+    day_of_era = z - era * 146_097
+    year_of_era = (
+        day_of_era - day_of_era // 1460 + day_of_era // 36_524 - day_of_era // 146_096
+    ) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted_month = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * shifted_month + 2) // 5 + 1
+    month = shifted_month + 3 if shifted_month < 10 else shifted_month - 9
+    return year_of_era + era * 400 + (month <= 2), month, day
+
+
+class _LenientTimestamptzBinaryLoader(TimestamptzBinaryLoader):
+    def load(self, data: Any) -> Any:
+        try:
+            return super().load(data)
+        except (psycopg.DataError, OverflowError, ValueError):
+            text = timestamp_text(_INT8.unpack(bytes(data))[0])
+            return Undecodable(f"{text} cannot be decoded ({_DATETIME_LIMITS})")
+
+
+class _LenientTimestamptzLoader(TimestamptzLoader):
+    def load(self, data: Any) -> Any:
+        try:
+            return super().load(data)
+        except (psycopg.DataError, OverflowError, ValueError):
+            text = bytes(data).decode("ascii", "replace")
+            return Undecodable(f"{text} cannot be decoded ({_DATETIME_LIMITS})")
+
+
+class _LenientPropertiesBinaryLoader(_PropertiesBinaryLoader):
+    def load(self, data: Any) -> Any:
+        try:
+            return super().load(data)
+        except (psycopg.DataError, ValueError) as exc:
+            return Undecodable(str(exc).removeprefix("properties "))
+
+
+class _LenientPropertiesLoader(_PropertiesLoader):
+    def load(self, data: Any) -> Any:
+        try:
+            return super().load(data)
+        except (psycopg.DataError, ValueError) as exc:
+            return Undecodable(str(exc).removeprefix("properties "))
+
+
+class _LenientContext:
+    """What a psycopg Transformer needs of its context: adapters and a connection."""
+
+    def __init__(self, adapters: adapt.AdaptersMap, connection: Any) -> None:
+        self.adapters = adapters
+        self.connection = connection
+
+
+def lenient_rows(cursor: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> LenientRows:
+    """All the rows of the cursor's current result, loaded again (from the
+    result the server sent: no round trip) with an :class:`Undecodable` in
+    place of each timestamp or properties value that cannot be decoded. For
+    the result of a message query whose ``fetchall()`` raised DataError."""
+    result = cursor.pgresult
+    if result is None:
+        return LenientRows()
+    connection = cursor.connection
+    adapters = adapt.AdaptersMap(connection.adapters)
+    adapters.register_loader("timestamptz", _LenientTimestamptzBinaryLoader)
+    adapters.register_loader("timestamptz", _LenientTimestamptzLoader)
+    adapters.register_loader("jsonb", _LenientPropertiesBinaryLoader)
+    adapters.register_loader("jsonb", _LenientPropertiesLoader)
+    transformer = adapt.Transformer(_LenientContext(adapters, connection))
+    transformer.set_pgresult(result)
+    return LenientRows(transformer.load_rows(0, result.ntuples, tuple))

@@ -28,6 +28,7 @@ from typing import Any, Literal, TypeVar
 
 import psycopg
 
+from txnq.messages import lenient_rows, use_message_loaders
 from txnq.queries import QUERIES
 from txnq.storage import translate
 
@@ -45,6 +46,11 @@ class Call:
     ``binary``: binary results (bytea payloads as bytes without parsing).
     ``raw``: throw the psycopg error into the plan as it is (the plan reads
     its SQLSTATE), not its txnq error.
+    ``messages``: the rows are messages (fetch, claim): their properties are
+    checked as they load, and when a value cannot be decoded the rows are
+    loaded again with :class:`txnq.messages.Undecodable` in its place
+    (:func:`txnq.messages.lenient_rows`, a ``LenientRows`` list) instead of
+    failing the call: the plan decides message by message.
     """
 
     name: str
@@ -52,6 +58,7 @@ class Call:
     result: Result = "one"
     binary: bool = False
     raw: bool = False
+    messages: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,10 +199,12 @@ def _step(step: Step, io: SyncIO) -> Any:
             with conn.pipeline():
                 for call in step.calls:
                     cur = conn.cursor(binary=call.binary)
+                    if call.messages:
+                        use_message_loaders(cur)
                     cur.execute(QUERIES[call.name], call.params)
                     cursors.append((cur, call))
             return [
-                _shape(cur.fetchall() if cur.description else None, c.result) for cur, c in cursors
+                _shape(_rows(cur, c) if cur.description else None, c.result) for cur, c in cursors
             ]
         return [_call(conn, call) for call in step.calls]
     if isinstance(step, Sleep):
@@ -217,8 +226,19 @@ def _step(step: Step, io: SyncIO) -> Any:
 
 def _call(conn: psycopg.Connection[Any], call: Call) -> Any:
     with conn.cursor(binary=call.binary) as cur:
+        if call.messages:
+            use_message_loaders(cur)
         cur.execute(QUERIES[call.name], call.params)
-        return _shape(cur.fetchall() if cur.description else None, call.result)
+        return _shape(_rows(cur, call) if cur.description else None, call.result)
+
+
+def _rows(cur: psycopg.Cursor[Any], call: Call) -> list[Any]:
+    if not call.messages:
+        return cur.fetchall()
+    try:
+        return cur.fetchall()
+    except psycopg.DataError:
+        return lenient_rows(cur)  # the same result, loaded again value by value
 
 
 async def _astep(step: Step, io: AsyncIO) -> Any:
@@ -237,10 +257,12 @@ async def _astep(step: Step, io: AsyncIO) -> Any:
             async with conn.pipeline():
                 for call in step.calls:
                     cur = conn.cursor(binary=call.binary)
+                    if call.messages:
+                        use_message_loaders(cur)
                     await cur.execute(QUERIES[call.name], call.params)
                     cursors.append((cur, call))
             return [
-                _shape(await cur.fetchall() if cur.description else None, c.result)
+                _shape(await _arows(cur, c) if cur.description else None, c.result)
                 for cur, c in cursors
             ]
         return [await _acall(conn, call) for call in step.calls]
@@ -263,8 +285,19 @@ async def _astep(step: Step, io: AsyncIO) -> Any:
 
 async def _acall(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:
     async with conn.cursor(binary=call.binary) as cur:
+        if call.messages:
+            use_message_loaders(cur)
         await cur.execute(QUERIES[call.name], call.params)
-        return _shape(await cur.fetchall() if cur.description else None, call.result)
+        return _shape(await _arows(cur, call) if cur.description else None, call.result)
+
+
+async def _arows(cur: psycopg.AsyncCursor[Any], call: Call) -> list[Any]:
+    if not call.messages:
+        return await cur.fetchall()
+    try:
+        return await cur.fetchall()
+    except psycopg.DataError:
+        return lenient_rows(cur)
 
 
 def retried_once(step: Call | Batch) -> Plan[Any]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import threading
 import time
@@ -45,6 +46,7 @@ import psycopg
 
 from txnq import errors
 from txnq.durations import Duration, Size, parse_duration, parse_size
+from txnq.failpoints import raise_if_armed
 from txnq.messages import (
     MessageId,
     check_event_time,
@@ -63,6 +65,8 @@ if TYPE_CHECKING:
     from txnq.client import Client
     from txnq.settings import Settings
     from txnq.transaction import Transaction, TransactionBase
+
+log = logging.getLogger("txnq.producer")
 
 ROUTING_MODES = ("key_hash", "round_robin")
 #: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
@@ -515,6 +519,39 @@ class ProducerBase:
             f"nothing of this batch was written ({diag.message_hint})"
         )
 
+    def _stopped(self, exc: BaseException, taken: list[_Batch]) -> errors.TxnqError:
+        """Writing stopped on ``exc``, an error that is not a txnq error (those
+        settle their batch): the producer fails -- every later call raises
+        BackgroundFailureError naming ``exc``, close() still works -- and so do
+        ``taken`` (batches taken from the queue, not written) and every batch
+        still queued, so nothing waits for them. Returns the failure. The face
+        holds its lock (the queue's) and wakes whoever waits for room."""
+        if self._failure is None:
+            stopped = errors.BackgroundFailureError(
+                f"producer {self.name!r} of topic {self.topic!r} stopped writing: "
+                f"{type(exc).__name__}: {exc}. The messages it had not written were not sent "
+                "(their PendingSend and callbacks have this error): close it and create a "
+                "new producer"
+            )
+            stopped.__cause__ = exc
+            log.error("%s", stopped, exc_info=exc)
+            self._failure = stopped
+        failure = self._failure
+        queued = [
+            (partition, batch)
+            for partition in sorted({*self._sealed, *self._batches})
+            for batch in self._take(partition)
+        ]
+        for batch in [b for b in taken if not b.future.done()] + [b for _, b in queued]:
+            if batch.txn is not None:
+                batch.txn._record_failure(failure)  # its commit aborts
+            if not batch.future.done():
+                batch.future.set_exception(failure)
+        for partition, batch in queued:
+            self._pending -= len(batch.payloads)
+            self._run_callbacks(partition, batch)
+        return failure
+
     def _run_callbacks(self, partition: int, batch: _Batch) -> None:
         if not batch.callbacks:
             return
@@ -811,25 +848,38 @@ class Producer(ProducerBase):
     # -- internals ----------------------------------------------------------
 
     def _flush_loop(self) -> None:
-        while True:
+        try:
+            while True:
+                with self._cond:
+                    if self._closed:
+                        return
+                    ready, wait = self._ready_partitions()
+                    if not ready:
+                        self._cond.wait(wait)
+                        continue
+                raise_if_armed("producer_flush")
+                for partition in ready:
+                    self._flush_partition(partition)
+        except BaseException as exc:
+            # The thread ends here: without this, send_async would queue for
+            # good and flush() wait for batches nobody writes.
             with self._cond:
-                if self._closed:
-                    return
-                ready, wait = self._ready_partitions()
-                if not ready:
-                    self._cond.wait(wait)
-                    continue
-            for partition in ready:
-                self._flush_partition(partition)
+                self._stopped(exc, [])
+                self._cond.notify_all()
 
     def _flush_partition(self, partition: int) -> None:
         """Write the partition's sealed batches and its open batch, in order."""
         with self._io_lock:
             with self._cond:
                 batches = self._take(partition)
-            for batch in batches:
+            for index, batch in enumerate(batches):
                 try:
                     run(self._write_plan(partition, batch), self._io)
+                except BaseException as exc:
+                    with self._cond:
+                        failure = self._stopped(exc, batches[index:])
+                        self._pending -= sum(len(b.payloads) for b in batches[index + 1 :])
+                    raise failure from exc
                 finally:
                     with self._cond:
                         self._pending -= len(batch.payloads)

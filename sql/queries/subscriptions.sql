@@ -27,3 +27,9 @@ SELECT txnq.next_visible_claim_v1(%(subscription_id)s)
 -- append_delayed_v2 with positional parameters: those of append_positional, then deliver_at.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
   FROM txnq.append_delayed_v2(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, %s)
+
+-- name: dead_letter
+-- A claimed message this consumer cannot decode, moved to the dead-letter topic
+-- of its DeadLetterPolicy (true: moved; false: acknowledged or moved meanwhile).
+SELECT txnq.dead_letter_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(entry_offset)s,
+                           %(batch_index)s, %(dead_letter_topic_id)s, %(reason)s)
