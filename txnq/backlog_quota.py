@@ -124,25 +124,38 @@ def check_backlog_quotas(client: Client, topic: str | None = None) -> LifecycleR
     ``consumer_backlog_eviction``, record the topics over quota for the
     producer policies, clear the ones back under. Recorded in txnq.gc_runs
     (job ``backlog_quota``) when a subscription was over."""
+    from txnq.job_failures import failure_of, policy_hint, replace_failures
     from txnq.lifecycle import LifecycleReport, _record
 
     report = LifecycleReport("backlog_quota", False, datetime.now(UTC))
+    scope: int | None = None
     if topic is None:
         topics = client.query("backlog_quota_topics", {})
     else:
         info = client.admin.get_topic(topic)
-        topics = [{"topic_id": info.topic_id, "name": info.name}]
+        scope = info.topic_id
+        topics = [{"topic_id": info.topic_id, "name": info.name, "limit_seconds": None}]
     for row in topics:
+        # Topic by topic: one that fails (e.g. a NaN age limit stored by hand)
+        # is a failure of the report, and the others are still checked.
         try:
             breaches = client.query("check_backlog_quota", {"topic_id": row["topic_id"]})
         except TopicNotFoundError:
             if topic is not None:
                 raise
             continue  # deleted since it was listed: no quota to hold
+        except Exception as exc:
+            hint = policy_hint(row["name"], {"backlog_quota_seconds": row["limit_seconds"]}, exc)
+            report.failures.append(
+                failure_of(
+                    "backlog_quota", exc, topic=row["name"], topic_id=row["topic_id"], hint=hint
+                )
+            )
+            continue
         for breach in breaches:
             breach.pop("subscription_id")
             report.items.append(QuotaBreach(topic=row["name"], **breach))
-    if report.items:
+    if report.items or report.failures:
         evicted = sum(b.evicted_entries for b in report.items)
         held = sorted({b.topic for b in report.items if b.policy != "consumer_backlog_eviction"})
         _record(
@@ -151,4 +164,5 @@ def check_backlog_quotas(client: Client, topic: str | None = None) -> LifecycleR
             len(report.items),
             {"entries_evicted": evicted, "topics_over_quota": held},
         )
+    replace_failures(client, report.job, report.failures, scope)
     return report

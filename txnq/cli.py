@@ -2080,7 +2080,20 @@ def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
                     ),
                 )
             )
+    for report in reports:
+        if report.failures:
+            tables.append(
+                _failures_table(f"{report.job}: failed, the others were processed", report)
+            )
     return tables
+
+
+def _failures_table(title: str, report: LifecycleReport) -> Table:
+    return _table(
+        title,
+        ["Topic", "Partition", "What", "Error"],
+        ([f.topic, f.partition, f.subject, f.error] for f in report.failures),
+    )
 
 
 @gc_app.command("run")
@@ -2117,7 +2130,9 @@ def gc_run(
     the backlog quota check (evict, or hold/refuse producers), then entry-log GC:
     drop sealed entry logs that hold nothing live, and compact those whose live
     share is under the threshold (live rows move to a new log, the old one is
-    dropped), within GC_TIME_BUDGET_SECONDS and at most GC_MAX_BYTES_PER_SECOND."""
+    dropped), within GC_TIME_BUDGET_SECONDS and at most GC_MAX_BYTES_PER_SECOND.
+    A topic (entry log) that fails does not stop the others: it is listed, and
+    the exit status is 1 (`txnq gc failures` shows what keeps failing)."""
     from txnq import lifecycle
     from txnq.backlog_quota import check_backlog_quotas
 
@@ -2145,13 +2160,22 @@ def gc_run(
             progress.update(task, description=description)
             reports.append(step())
             progress.advance(task)
+    failed = sum(len(r.failures) for r in reports)
     if as_json:
         _print_json([r.to_dict() for r in reports])
-        return
-    _print_tables(*_gc_tables(reports))
-    reclaimed = sum(r.reclaimed_bytes for r in reports if r.job == "gc")
-    verb = "would reclaim" if dry_run else "reclaimed"
-    console.print(f"Entry-log GC {verb} {_size_text(reclaimed)}", highlight=False)
+    else:
+        _print_tables(*_gc_tables(reports))
+        reclaimed = sum(r.reclaimed_bytes for r in reports if r.job == "gc")
+        verb = "would reclaim" if dry_run else "reclaimed"
+        console.print(f"Entry-log GC {verb} {_size_text(reclaimed)}", highlight=False)
+        if failed:
+            _note(
+                f"{failed} topic(s) or entry log(s) failed (listed above); the others were "
+                "processed. A data exception (SQLSTATE 22...) usually means a bad value in "
+                "the topic's policy: fix it with `txnq topics set-policy`"
+            )
+    if failed:
+        raise typer.Exit(1)
 
 
 @gc_app.command("doctor")
@@ -2276,7 +2300,9 @@ def gc_history(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The lifecycle runs that did something (txnq.gc_runs), newest first."""
+    """The lifecycle runs that did something or failed somewhere (txnq.gc_runs),
+    newest first; Failures: topics (entry logs) a run could not process, listed
+    in its details."""
     if job is not None and job not in ("ttl", "retention", "backlog_quota", "gc", "doctor"):
         _fail(f"--job must be ttl, retention, backlog_quota, gc or doctor, not {job!r}")
     if not 1 <= limit <= 10_000:
@@ -2289,7 +2315,7 @@ def gc_history(
     _print_tables(
         _table(
             "Lifecycle runs",
-            ["Run", "Job", "Dry run", "Started", "Items", "Bytes", "Details"],
+            ["Run", "Job", "Dry run", "Started", "Items", "Bytes", "Failures", "Details"],
             (
                 [
                     r["run_id"],
@@ -2298,12 +2324,49 @@ def gc_history(
                     r["started_at"],
                     r["items"],
                     _size_text(r["bytes"]),
+                    r["failures"],
                     json.dumps(r["details"]),
                 ]
                 for r in rows
             ),
         )
     )
+
+
+@gc_app.command("failures")
+def gc_failures(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
+    """What background work is failing on now (txnq.job_failure_status): per
+    job (ttl, retention, backlog_quota, gc, marker_phase), the topics,
+    partitions, entry logs or transactions it could not process in its latest
+    run -- it went on with the others -- since when, and the latest error.
+    Exits 1 when something is failing."""
+    with _client(dsn) as client:
+        rows = client.query("job_failures", {})
+    if as_json:
+        _print_json(rows)
+    else:
+        _print_tables(
+            _table(
+                "Failing now",
+                ["Job", "Topic", "Partition", "What", "Runs", "Since", "Error"],
+                (
+                    [
+                        r["job"],
+                        r["topic"],
+                        r["partition"],
+                        r["subject"],
+                        r["failures"],
+                        r["first_failed_at"],
+                        r["error"],
+                    ]
+                    for r in rows
+                ),
+            )
+        )
+        if not rows:
+            _note("Nothing is failing")
+    if rows:
+        raise typer.Exit(1)
 
 
 def main() -> None:

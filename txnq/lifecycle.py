@@ -25,7 +25,17 @@ Three steps, as in Pulsar and BookKeeper, each a function of a
 - :func:`doctor` finds dirty data (orphan ledgers, entries without a ledger,
   inactive subscriptions) and removes it only when asked.
 
-Every run is recorded in ``txnq.gc_runs``.
+Every run that did something is recorded in ``txnq.gc_runs``.
+
+One bad topic never stops a job for the others: TTL, retention and the
+backlog quota check process each topic in its own PostgreSQL transaction,
+GC each entry log; a topic (entry log) that fails -- a NaN or infinite TTL
+or retention stored by an older version or a hand edit, any error but
+PostgreSQL being unreachable -- becomes a :class:`JobFailure` in the
+report, and the job goes on. Failures are logged, recorded in the run's
+``txnq.gc_runs`` row (``failures``, ``details.failures``) and in
+``txnq.job_failures`` (the view ``txnq.job_failure_status``: what fails
+now), and counted by the scheduler (``txnq_job_topic_failures_total``).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ import psycopg
 from psycopg import sql
 
 from txnq import errors
+from txnq.job_failures import JobFailure, failure_of, policy_hint, replace_failures
 from txnq.queries import QUERIES
 from txnq.storage import connect, scalar
 
@@ -129,13 +140,15 @@ class EntryLogGc:
 
 @dataclass
 class LifecycleReport:
-    """One run of one lifecycle step."""
+    """One run of one lifecycle step: what it did, and what it could not do
+    (``failures``, one per topic or entry log; the others were processed)."""
 
     job: str
     dry_run: bool
     started_at: datetime
     items: list[Any] = field(default_factory=list)
     reclaimed_bytes: int = 0
+    failures: list[JobFailure] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -144,10 +157,21 @@ class LifecycleReport:
             "started_at": self.started_at,
             "items": [dataclasses.asdict(item) for item in self.items],
             "reclaimed_bytes": self.reclaimed_bytes,
+            "failures": [dataclasses.asdict(f) | {"where": f.where} for f in self.failures],
         }
 
 
+#: How many failures a run's txnq.gc_runs row lists in details.failures.
+RECORDED_FAILURES = 20
+
+
 def _record(client: Client, report: LifecycleReport, count: int, details: dict[str, Any]) -> None:
+    if report.failures:
+        details = details | {
+            "failures": [
+                {"where": f.where, "error": f.error} for f in report.failures[:RECORDED_FAILURES]
+            ]
+        }
     client.execute(
         "record_gc_run",
         {
@@ -157,40 +181,64 @@ def _record(client: Client, report: LifecycleReport, count: int, details: dict[s
             "items": count,
             "bytes": report.reclaimed_bytes,
             "details": json.dumps(details),
+            "failures": len(report.failures),
         },
     )
 
 
 def expire_ttl(client: Client) -> LifecycleReport:
-    """Acknowledge messages older than their topic's TTL on every subscription."""
+    """Acknowledge messages older than their topic's TTL on every subscription,
+    topic by topic (a topic that fails is a failure of the report)."""
     report = LifecycleReport("ttl", False, datetime.now(UTC))
     for topic in client.query("ttl_topics", {}):
         try:
             rows = client.query("expire_ttl", {"topic_id": topic["topic_id"]})
         except errors.TopicNotFoundError:
             continue  # deleted since it was listed: nothing left to expire
+        except Exception as exc:
+            hint = policy_hint(topic["name"], {"ttl_seconds": topic["ttl_seconds"]}, exc)
+            report.failures.append(
+                failure_of("ttl", exc, topic=topic["name"], topic_id=topic["topic_id"], hint=hint)
+            )
+            continue
         for row in rows:
             report.items.append(CursorExpiry(topic=topic["name"], **row))
-    if report.items:
+    if report.items or report.failures:
         moved = sum(i.mark_delete_after - i.mark_delete_before for i in report.items)
         _record(client, report, len(report.items), {"entries_expired": moved})
+    replace_failures(client, report.job, report.failures)
     return report
 
 
 def apply_retention(client: Client) -> LifecycleReport:
-    """Delete the consumed ledgers that retention no longer keeps."""
+    """Delete the consumed ledgers that retention no longer keeps, topic by
+    topic (a topic that fails is a failure of the report)."""
     report = LifecycleReport("retention", False, datetime.now(UTC))
     for topic in client.query("retention_topics", {}):
         try:
             rows = client.query("apply_retention", {"topic_id": topic["topic_id"]})
         except errors.TopicNotFoundError:
             continue  # deleted since it was listed: its ledgers went with it
+        except Exception as exc:
+            hint = policy_hint(
+                topic["name"],
+                {"retention_seconds": topic["retention_seconds"]},
+                exc,
+                {"retention_bytes": topic["retention_bytes"]},
+            )
+            report.failures.append(
+                failure_of(
+                    "retention", exc, topic=topic["name"], topic_id=topic["topic_id"], hint=hint
+                )
+            )
+            continue
         for row in rows:
             report.items.append(DeletedLedger(topic=topic["name"], **row))
     report.reclaimed_bytes = sum(i.size_bytes for i in report.items)
-    if report.items:
+    if report.items or report.failures:
         topics = sorted({i.topic for i in report.items})
         _record(client, report, len(report.items), {"topics": topics})
+    replace_failures(client, report.job, report.failures)
     return report
 
 
@@ -308,9 +356,19 @@ def collect_entry_logs(
             for entry_log_id, table_name, _sealed_at in logs:
                 if budget.spent:
                     break
-                report.items.append(
-                    _collect_one(conn, entry_log_id, table_name, dry_run, threshold, budget, owner)
-                )
+                try:
+                    report.items.append(
+                        _collect_one(
+                            conn, entry_log_id, table_name, dry_run, threshold, budget, owner
+                        )
+                    )
+                except Exception as exc:
+                    # One entry log that fails (a row GC cannot handle, a
+                    # table that is not what its row says) never stops GC
+                    # of the others.
+                    report.failures.append(
+                        failure_of("gc", exc, subject=f"entry log {entry_log_id}")
+                    )
         finally:
             conn.execute(QUERIES["gc_unlock"])
     finally:
@@ -321,7 +379,7 @@ def collect_entry_logs(
         i.total_bytes - i.moved_bytes if i.action == "would compact" else i.total_bytes
         for i in compacted
     )
-    if report.items:
+    if report.items or report.failures:
         _record(
             client,
             report,
@@ -335,6 +393,8 @@ def collect_entry_logs(
                 "budget_spent": budget.spent,
             },
         )
+    if not dry_run:
+        replace_failures(client, report.job, report.failures)
     return report
 
 

@@ -531,6 +531,15 @@ class JobMetrics:
             ["job"],
             registry=registry,
         )
+        self.topic_failures = Counter(
+            "txnq_job_topic_failures",
+            "Topics a run of a job could not process (the run went on with the others and "
+            "counts as a success): TTL, retention, backlog quota; GC counts entry logs and "
+            'the coordinators\' marker_phase transactions, with topic "" when no topic is '
+            "known. txnq.job_failure_status shows what is failing now.",
+            ["job", "topic"],
+            registry=registry,
+        )
 
     def declare(self, job: str) -> None:
         """Make the job's series exist (at 0) before its first run."""
@@ -548,6 +557,9 @@ class JobMetrics:
 
     def skip(self, job: str) -> None:
         self.skipped.labels(job).inc()
+
+    def topic_failed(self, job: str, topic: str | None) -> None:
+        self.topic_failures.labels(job, topic or "").inc()
 
 
 class _Coordinator(Protocol):

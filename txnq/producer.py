@@ -544,7 +544,8 @@ class ProducerBase:
         ]
         for batch in [b for b in taken if not b.future.done()] + [b for _, b in queued]:
             if batch.txn is not None:
-                batch.txn._record_failure(failure)  # its commit aborts
+                with contextlib.suppress(Exception):  # settling the futures comes first
+                    batch.txn._record_failure(failure)  # its commit aborts
             if not batch.future.done():
                 batch.future.set_exception(failure)
         for partition, batch in queued:

@@ -328,7 +328,25 @@ gc_runs = Table(
     Column("items", BigInteger, nullable=False),
     Column("bytes", BigInteger, nullable=False),
     Column("details", JSONB, nullable=False),
+    Column("failures", Integer, nullable=False),  # revision 0015s
     Index("gc_runs_job_time", "job", "started_at"),
+)
+
+# What the lifecycle jobs and the marker phase are failing on now, per topic,
+# partition, entry log or transaction (revision 0015s).
+job_failures = Table(
+    "job_failures",
+    metadata,
+    Column("job", Text, primary_key=True),
+    Column("topic_id", Integer, primary_key=True, autoincrement=False),
+    Column("partition", Integer, primary_key=True, autoincrement=False),
+    Column("subject", Text, primary_key=True),
+    Column("topic", Text),
+    Column("error", Text, nullable=False),
+    Column("sqlstate", Text),
+    Column("failures", BigInteger, nullable=False),
+    Column("first_failed_at", TZ, nullable=False),
+    Column("last_failed_at", TZ, nullable=False),
 )
 
 # The topics the last backlog quota check found over their quota (revision 0006).

@@ -132,6 +132,23 @@ def translate(exc: psycopg.Error) -> errors.TxnqError | None:
     return kind(message)
 
 
+#: SQLSTATEs of a session PostgreSQL ended (admin or crash shutdown, cannot connect now).
+_SESSION_ENDED = ("57P01", "57P02", "57P03")
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` means PostgreSQL could not be reached (a lost or refused
+    connection, a server shutting down), as opposed to one statement failing
+    on what it found: background work stops its run and tries again later
+    instead of recording a failure of one topic or transaction."""
+    if isinstance(exc, errors.ServerUnavailableError | psycopg.InterfaceError):
+        return True
+    if isinstance(exc, psycopg.OperationalError):
+        state = exc.sqlstate or ""
+        return not state or state.startswith("08") or state in _SESSION_ENDED
+    return False
+
+
 @contextmanager
 def translated_errors() -> Iterator[None]:
     """Re-raise PostgreSQL errors of txnq functions as their txnq errors."""

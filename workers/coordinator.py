@@ -55,11 +55,12 @@ from psycopg.conninfo import conninfo_to_dict
 
 from txnq import errors
 from txnq.failpoints import failpoint
-from txnq.metrics import MetricsServer, serve
+from txnq.job_failures import JobFailure, error_text, rows
+from txnq.metrics import JobMetrics, MetricsServer, serve
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
-from txnq.storage import libpq_dsn, scalar
-from txnq.transaction import TxnId, run_marker_phase
+from txnq.storage import is_outage, libpq_dsn, scalar
+from txnq.transaction import MarkerPhaseError, TxnId, run_marker_phase
 
 log = logging.getLogger("txnq.workers.coordinator")
 
@@ -70,6 +71,14 @@ class LeaseLostError(errors.TxnqError):
 
 #: Decided transactions handled per scan.
 BATCH = 100
+
+#: A transaction whose marker phase failed is tried again after this long,
+#: doubling up to the second (the scans go on with the others meanwhile).
+RETRY_MIN_SECONDS = 1.0
+RETRY_MAX_SECONDS = 60.0
+
+#: The job name of a failed marker phase in txnq.job_failures and the metrics.
+JOB = "marker_phase"
 
 
 class CoordinatorWorker:
@@ -104,9 +113,15 @@ class CoordinatorWorker:
         self._lease_deadline = 0.0
         self._confirmed_at: float | None = None
         self._last_error: str | None = None
+        # Transactions whose marker phase failed: (failures in a row, when
+        # to try again, monotonic). Left out of the scans until then, so a
+        # batch of them never starves the others.
+        self._failing: dict[TxnId, tuple[int, float]] = {}
+        self._job_metrics: JobMetrics | None = None
         if metrics is not None:
             metrics.add_coordinator(self)
             metrics.add_health("coordinator", self.health)
+            self._job_metrics = metrics.add_jobs()
 
     # -- the loop -------------------------------------------------------------
 
@@ -302,9 +317,17 @@ class CoordinatorWorker:
         done = 0
         while True:
             done_before = done
+            now = time.monotonic()
+            waiting = [txn for txn, (_, retry_at) in self._failing.items() if retry_at > now]
             rows = conn.execute(
                 QUERIES["coordinator_decided"],
-                {"tc_ids": sorted(self.owned), "grace_seconds": grace, "limit": BATCH},
+                {
+                    "tc_ids": sorted(self.owned),
+                    "grace_seconds": grace,
+                    "limit": BATCH,
+                    "skip_tc": [txn.tc_id for txn in waiting],
+                    "skip_seq": [txn.seq for txn in waiting],
+                },
             ).fetchall()
             for tc_id, txn_seq, _state in rows:
                 if self._stop is not None and self._stop.is_set():
@@ -320,16 +343,92 @@ class CoordinatorWorker:
                     state = run_marker_phase(conn, txn_id, on_step=self._on_step)
                 except psycopg.errors.DeadlockDetected:
                     continue  # retried at the next scan
-                except psycopg.Error as exc:
-                    if isinstance(exc, psycopg.OperationalError):
+                except Exception as exc:
+                    if is_outage(exc) or isinstance(exc, LeaseLostError):
                         raise
-                    log.error("transaction %s: marker phase failed: %s", txn_id, exc)
+                    # Whatever this transaction's rows hold, the others go on.
+                    self._failed(conn, txn_id, exc)
                     continue
+                if txn_id in self._failing:
+                    self._resolved(conn, txn_id)
                 done += 1
                 self.completed += 1
                 log.info("transaction %s %s", txn_id, state.lower())
+            if len(rows) < BATCH and self._failing:
+                self._forget_finished(conn, {TxnId(tc, seq) for tc, seq, _ in rows}, now)
             if len(rows) < BATCH or done == done_before:
                 return done  # the rest (or the failed ones) at the next scan
+
+    def _failed(self, conn: psycopg.Connection[Any], txn_id: TxnId, exc: Exception) -> None:
+        """The marker phase of ``txn_id`` failed (on some partitions, or as a
+        whole): log it, count it per topic (txnq_job_topic_failures_total,
+        job marker_phase), record it in txnq.job_failures, and leave the
+        transaction out of the scans for a while (backoff)."""
+        count = self._failing.get(txn_id, (0, 0.0))[0] + 1
+        delay = min(RETRY_MIN_SECONDS * 2 ** min(count - 1, 16), RETRY_MAX_SECONDS)
+        self._failing[txn_id] = (count, time.monotonic() + delay)
+        steps = (
+            [(f.topic_id, f.partition, f.error) for f in exc.failures]
+            if isinstance(exc, MarkerPhaseError)
+            else [(0, -1, exc)]
+        )
+        (log.error if count == 1 else log.warning)(
+            "transaction %s: marker phase failed (%s time(s) in a row; the others go on, "
+            "this one is tried again in %.0fs): %s",
+            txn_id,
+            count,
+            delay,
+            exc,
+            exc_info=not isinstance(exc, psycopg.Error | errors.TxnqError),
+        )
+        try:
+            names = dict(
+                conn.execute(
+                    QUERIES["topic_names"], {"topic_ids": sorted({s[0] for s in steps})}
+                ).fetchall()
+            )
+            failures = [
+                JobFailure(
+                    JOB,
+                    names.get(topic_id),
+                    topic_id or None,
+                    None if partition < 0 else partition,
+                    f"transaction {txn_id}",
+                    error_text(error),
+                    error.sqlstate if isinstance(error, psycopg.Error) else None,
+                )
+                for topic_id, partition, error in steps
+            ]
+            if self._job_metrics is not None:
+                for failure in failures:
+                    self._job_metrics.topic_failed(JOB, failure.topic)
+            conn.execute(QUERIES["record_job_failures"], {"job": JOB, **rows(failures)})
+        except psycopg.Error as record_error:
+            if is_outage(record_error):
+                raise
+            log.warning("transaction %s: could not record the failure: %s", txn_id, record_error)
+
+    def _forget_finished(
+        self, conn: psycopg.Connection[Any], seen: set[TxnId], asked: float
+    ) -> None:
+        """Failed transactions a complete scan no longer returns although they
+        were due: finished by someone else (a client, another worker) or no
+        longer this worker's. Their failure rows go (a new owner that fails
+        on one records it again)."""
+        for txn_id, (_, retry_at) in list(self._failing.items()):
+            if retry_at <= asked and txn_id not in seen:
+                del self._failing[txn_id]
+                conn.execute(
+                    QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
+                )
+
+    def _resolved(self, conn: psycopg.Connection[Any], txn_id: TxnId) -> None:
+        """A transaction whose marker phase had failed is finished now."""
+        count, _ = self._failing.pop(txn_id)
+        conn.execute(
+            QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
+        )
+        log.info("transaction %s finished after %s failed attempt(s)", txn_id, count)
 
     @staticmethod
     def _on_step(step: str) -> None:

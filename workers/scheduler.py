@@ -28,6 +28,11 @@ scheduler starts). Jobs that exist today:
 - ``backlog_quota`` (every ``BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS``, 60 s):
   checks each topic's backlog quota, evicts or records it for the producers
   (txnq/backlog_quota.py, docs/backlog-quota.md);
+
+TTL, retention, the backlog quota check and GC go on when one topic (entry
+log) fails: the run's report lists it, the log says it, and
+``txnq_job_topic_failures_total{job, topic}`` counts it (txnq.lifecycle,
+docs/lifecycle.md "When a job fails"); the run itself counts as a success.
 - ``vacuum_hot_tables`` (every 60 s): VACUUM the small hot tables whose dead
   tuples piled up, where autovacuum is off or behind.
 
@@ -92,14 +97,33 @@ HEALTH_WINDOW_SECONDS = 15.0
 @dataclass
 class JobContext:
     """What a job runs with: the scheduler's client, and ``state`` that the job
-    keeps between its runs in this process (e.g. what it saw last time)."""
+    keeps between its runs in this process (e.g. what it saw last time);
+    ``metrics`` and ``job`` (its name) to count what it failed on."""
 
     client: Client
     state: dict[str, Any] = field(default_factory=dict)
+    metrics: JobMetrics | None = None
+    job: str = ""
 
     @property
     def settings(self) -> Settings:
         return self.client.settings
+
+    def failures(self, report: lifecycle.LifecycleReport) -> str:
+        """Count the topics (entry logs) the run failed on -- it went on with
+        the others -- in txnq_job_topic_failures_total; "" when none, else
+        what to add to the run's log line."""
+        if not report.failures:
+            return ""
+        if self.metrics is not None:
+            for failure in report.failures:
+                self.metrics.topic_failed(self.job, failure.topic)
+        shown = "; ".join(f"{f.where}: {f.error}" for f in report.failures[:3])
+        more = f" and {len(report.failures) - 3} more" if len(report.failures) > 3 else ""
+        return (
+            f"{len(report.failures)} failed, the others were processed ({shown}{more}; "
+            "txnq.job_failure_status)"
+        )
 
 
 @dataclass(frozen=True)
@@ -176,21 +200,25 @@ def abort_timed_out(context: JobContext) -> str | None:
 def expire_ttl(context: JobContext) -> str | None:
     """TTL: acknowledge messages older than their topic's TTL."""
     report = lifecycle.expire_ttl(context.client)
+    failed = context.failures(report)
     if not report.items:
-        return None
+        return failed or None
     moved = sum(i.mark_delete_after - i.mark_delete_before for i in report.items)
-    return f"expired {moved} entries on {len(report.items)} cursor(s)"
+    return f"expired {moved} entries on {len(report.items)} cursor(s)" + (
+        f"; {failed}" if failed else ""
+    )
 
 
 def apply_retention(context: JobContext) -> str | None:
     """Retention: delete consumed ledgers that retention no longer keeps."""
     report = lifecycle.apply_retention(context.client)
+    failed = context.failures(report)
     if not report.items:
-        return None
+        return failed or None
     return (
         f"deleted {len(report.items)} ledger(s) of "
         f"{len({i.topic for i in report.items})} topic(s), {report.reclaimed_bytes} bytes"
-    )
+    ) + (f"; {failed}" if failed else "")
 
 
 def _gc(context: JobContext, compaction: lifecycle.Compaction) -> str | None:
@@ -198,8 +226,9 @@ def _gc(context: JobContext, compaction: lifecycle.Compaction) -> str | None:
         report = lifecycle.collect_entry_logs(context.client, compaction=compaction)
     except errors.GcBusyError as exc:
         return f"skipped: {exc}"
+    failed = context.failures(report)
     if not report.items:
-        return None
+        return failed or None
     done = [i for i in report.items if i.action in ("dropped", "compacted")]
     kept = ", ".join(f"{i.entry_log_id} ({i.action})" for i in report.items if i not in done)
     return (
@@ -214,6 +243,7 @@ def _gc(context: JobContext, compaction: lifecycle.Compaction) -> str | None:
             for i in done
         )
         + f"{'; ' if done else ''}{report.reclaimed_bytes} bytes reclaimed; kept {kept or 'none'}"
+        + (f"; {failed}" if failed else "")
     )
 
 
@@ -255,14 +285,15 @@ def backlog_quota(context: JobContext) -> str | None:
     from txnq.backlog_quota import check_backlog_quotas
 
     report = check_backlog_quotas(context.client)
+    failed = context.failures(report)
     if not report.items:
-        return None
+        return failed or None
     evicted = sum(b.evicted_entries for b in report.items)
     over = ", ".join(f"{b.topic}/{b.subscription} ({b.policy})" for b in report.items[:10])
     return (
         f"{len(report.items)} subscription(s) over their backlog quota: {over}; "
         f"evicted {evicted} entries"
-    )
+    ) + (f"; {failed}" if failed else "")
 
 
 #: The jobs every scheduler runs. Adding a job is one line here.
@@ -340,7 +371,7 @@ class _JobRunner:
         self.job = job
         self._metrics = metrics
         self._contact = contact or Contact()
-        self._context = JobContext(client)
+        self._context = JobContext(client, metrics=metrics, job=job.name)
         self._client = client
         self._lock_conn: psycopg.Connection[Any] | None = None
         self._mutex = threading.Lock()  # a one-shot run and close() may overlap

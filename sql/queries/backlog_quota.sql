@@ -3,7 +3,8 @@
 -- name: backlog_quota_topics
 -- Topics with a size or age limit in effect (their own or the server default),
 -- and topics still recorded as over quota (so a removed limit clears them).
-SELECT t.topic_id, t.name
+SELECT t.topic_id, t.name,
+       coalesce(t.backlog_quota_seconds, c.backlog_quota_default_limit_seconds) AS limit_seconds
   FROM txnq.topics t CROSS JOIN txnq.config c
  WHERE coalesce(t.backlog_quota_bytes, c.backlog_quota_default_limit_bytes) > 0
     OR coalesce(t.backlog_quota_seconds, c.backlog_quota_default_limit_seconds) > 0

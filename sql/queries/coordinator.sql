@@ -40,8 +40,15 @@ SELECT txnq.coordinator_record_owner_v1(%(owner)s, %(tc_ids)s::int[])
 -- behind it, and the next scan finds it again if it is still unfinished. The
 -- worker runs this in autocommit, so the lock ends with the statement; each
 -- step of the marker phase takes its own locks.
-SELECT tc_id, txn_seq, state
-  FROM txnq.coordinator_decided_v1(%(tc_ids)s::int[], %(grace_seconds)s, %(limit)s)
+-- skip_tc/skip_seq: transactions whose marker phase failed lately (the worker
+-- tries them again after a backoff): asked for on top of the limit and left
+-- out, so a crowd of failing transactions never hides the others.
+SELECT d.tc_id, d.txn_seq, d.state
+  FROM txnq.coordinator_decided_v1(%(tc_ids)s::int[], %(grace_seconds)s,
+                                   %(limit)s + cardinality(%(skip_tc)s::int[])) AS d
+ WHERE NOT EXISTS (SELECT 1 FROM unnest(%(skip_tc)s::int[], %(skip_seq)s::bigint[]) AS s(tc, seq)
+                    WHERE s.tc = d.tc_id AND s.seq = d.txn_seq)
+ LIMIT %(limit)s
 
 -- name: coordinator_unmarked_partitions
 SELECT topic_id, partition FROM txnq.txn_partitions
@@ -82,3 +89,21 @@ SELECT objid::integer AS tc_id FROM pg_locks
  WHERE locktype = 'advisory' AND classid = 7301 AND objsubid = 2 AND granted
    AND pid = pg_backend_pid()
    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+
+-- name: topic_names
+SELECT topic_id, name FROM txnq.topics WHERE topic_id = ANY(%(topic_ids)s::int[])
+
+-- name: record_job_failures
+-- Failures of one piece of work (a transaction's marker phase), counted up
+-- when it failed there before; see replace_job_failures (lifecycle.sql).
+INSERT INTO txnq.job_failures AS f (job, topic_id, partition, subject, topic, error, sqlstate)
+SELECT %(job)s, u.topic_id, u.partition, u.subject, u.topic, u.error, u.sqlstate
+  FROM unnest(%(topic_ids)s::int[], %(partitions)s::int[], %(subjects)s::text[],
+              %(topics)s::text[], %(errors)s::text[], %(sqlstates)s::text[])
+       AS u(topic_id, partition, subject, topic, error, sqlstate)
+ON CONFLICT (job, topic_id, partition, subject) DO UPDATE
+   SET topic = excluded.topic, error = excluded.error, sqlstate = excluded.sqlstate,
+       failures = f.failures + 1, last_failed_at = now()
+
+-- name: clear_job_failures
+DELETE FROM txnq.job_failures WHERE job = %(job)s AND subject = %(subject)s

@@ -7,7 +7,9 @@ SELECT txnq.set_topic_policy_v1(%(topic_id)s, %(retention_seconds)s::double prec
                                 %(clear_ttl)s)
 
 -- name: ttl_topics
-SELECT topic_id, name FROM txnq.topics WHERE ttl_seconds > 0 ORDER BY topic_id
+-- (A NaN TTL counts as > 0 in PostgreSQL: such a topic is tried, fails, and
+-- is reported with its ttl_seconds.)
+SELECT topic_id, name, ttl_seconds FROM txnq.topics WHERE ttl_seconds > 0 ORDER BY topic_id
 
 -- name: expire_ttl
 SELECT partition, subscription_id, mark_delete_before, mark_delete_after
@@ -15,7 +17,7 @@ SELECT partition, subscription_id, mark_delete_before, mark_delete_after
 
 -- name: retention_topics
 -- Topics whose retention can delete something (not kept forever).
-SELECT topic_id, name FROM txnq.topics
+SELECT topic_id, name, retention_seconds, retention_bytes FROM txnq.topics
  WHERE NOT ((retention_seconds < 0 AND retention_bytes <= 0)
             OR (retention_bytes < 0 AND retention_seconds <= 0))
  ORDER BY topic_id
@@ -60,11 +62,39 @@ UPDATE txnq.entry_logs SET state = 'DROPPED', dropped_at = now()
  WHERE entry_log_id = %(entry_log_id)s AND state = 'SEALED'
 
 -- name: record_gc_run
-INSERT INTO txnq.gc_runs (job, dry_run, started_at, items, bytes, details)
-VALUES (%(job)s, %(dry_run)s, %(started_at)s, %(items)s, %(bytes)s, %(details)s)
+INSERT INTO txnq.gc_runs (job, dry_run, started_at, items, bytes, details, failures)
+VALUES (%(job)s, %(dry_run)s, %(started_at)s, %(items)s, %(bytes)s, %(details)s, %(failures)s)
+
+-- name: replace_job_failures
+-- After a run of a job: what it failed on now (one row per topic, partition
+-- or subject; counted up when it failed there before), and no other row of
+-- the job (of scope_topic_id only, when the run checked one topic): what no
+-- longer fails is gone. One statement per run.
+WITH failed AS (
+    SELECT * FROM unnest(%(topic_ids)s::int[], %(partitions)s::int[], %(subjects)s::text[],
+                         %(topics)s::text[], %(errors)s::text[], %(sqlstates)s::text[])
+           AS u(topic_id, partition, subject, topic, error, sqlstate)
+), gone AS (
+    DELETE FROM txnq.job_failures f
+     WHERE f.job = %(job)s
+       AND (%(scope_topic_id)s::int IS NULL OR f.topic_id = %(scope_topic_id)s::int)
+       AND NOT EXISTS (SELECT 1 FROM failed x WHERE x.topic_id = f.topic_id
+                          AND x.partition = f.partition AND x.subject = f.subject)
+)
+INSERT INTO txnq.job_failures AS f (job, topic_id, partition, subject, topic, error, sqlstate)
+SELECT %(job)s, x.topic_id, x.partition, x.subject, x.topic, x.error, x.sqlstate FROM failed x
+ON CONFLICT (job, topic_id, partition, subject) DO UPDATE
+   SET topic = excluded.topic, error = excluded.error, sqlstate = excluded.sqlstate,
+       failures = f.failures + 1, last_failed_at = now()
+
+-- name: job_failures
+SELECT job, topic_id, topic, partition, subject, failures, first_failed_at, last_failed_at,
+       failing_seconds, error, sqlstate
+  FROM txnq.job_failure_status
+ ORDER BY first_failed_at, job, topic_id, partition, subject
 
 -- name: gc_history
-SELECT run_id, job, dry_run, started_at, finished_at, items, bytes, details
+SELECT run_id, job, dry_run, started_at, finished_at, items, bytes, details, failures
   FROM txnq.gc_runs
  WHERE (%(job)s::text IS NULL OR job = %(job)s)
  ORDER BY started_at DESC, run_id DESC
