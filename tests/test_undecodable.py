@@ -13,14 +13,17 @@ entry the producer wrote), not through txnq's functions, which refuse them.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 import pytest
 from helpers import assert_nothing_more, receive_messages, sql
+from typer.testing import CliRunner
 
 import txnq
 from txnq import errors
 from txnq.aio import Client as AsyncClient
+from txnq.cli import app
 
 FAST = {"poll_interval": "200ms"}
 TYPES = ("exclusive", "failover", "shared", "key_shared")
@@ -240,6 +243,22 @@ def receive_around_without_ack(consumer: txnq.Consumer) -> None:
     third = consumer.receive(timeout=5)
     assert first is not None and third is not None
     consumer.acknowledge([first, third])
+
+
+@pytest.mark.parametrize("subscription_type", ["exclusive", "shared"])
+def test_txnq_consume_says_which_message_cannot_be_decoded_and_reads_on(
+    client: txnq.Client, dsn: str, subscription_type: str
+) -> None:
+    bad = three_entries(client, dsn, "properties-array")
+    runner = CliRunner(env={"COLUMNS": "200", "TXNQ_DSN": None, "TXNQ_CONFIG": None})
+    args = ["consume", "jobs", "-s", "cli", "-t", subscription_type, "--initial-position"]
+    result = runner.invoke(app, [*args, "earliest", "--timeout", "1s", "--json", "--dsn", dsn])
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(line)["value"] for line in result.stdout.splitlines()] == ["m0", "m2"]
+    assert f"{bad}: cannot be decoded: its properties [1, 2]" in result.stderr
+    assert "Received and acknowledged 3 messages" in result.stderr
+    again_cli = runner.invoke(app, [*args, "earliest", "--timeout", "500ms", "--dsn", dsn])
+    assert again_cli.exit_code == 0 and "Received and acknowledged 0 messages" in again_cli.stderr
 
 
 # -- the asyncio client ----------------------------------------------------------

@@ -1525,10 +1525,12 @@ def consume(
     """Receive messages through a subscription and print them.
 
     Prints partition, offset, index in the batch, key, properties and the value
-    (UTF-8 text, else hex); with --json one JSON object per line. Stops after
-    --count messages, after --timeout without a message, or on Ctrl-C, then
-    acknowledges what it printed (cumulatively, per partition; one by one on
-    shared and key_shared subscriptions) unless --no-ack.
+    (UTF-8 text, else hex); with --json one JSON object per line. A message that
+    cannot be decoded (an event time after year 9999, properties that are not
+    strings) is said on stderr instead. Stops after --count messages, after
+    --timeout without a message, or on Ctrl-C, then acknowledges what it
+    received (cumulatively, per partition; one by one on shared and key_shared
+    subscriptions) unless --no-ack.
     """
     idle_limit = parse_duration(timeout, what="--timeout")
     received = _Received()
@@ -1561,11 +1563,12 @@ def consume(
 @dataclasses.dataclass
 class _Received:
     """What ``consume`` printed: how many, the last message of each partition,
-    and every message (shared subscriptions acknowledge one by one)."""
+    and every message (shared subscriptions acknowledge one by one); a message
+    that could not be decoded counts by its id."""
 
     count: int = 0
-    last: dict[int, Message] = dataclasses.field(default_factory=dict)
-    every: list[Message] = dataclasses.field(default_factory=list)
+    last: dict[int, Message | MessageId] = dataclasses.field(default_factory=dict)
+    every: list[Message | MessageId] = dataclasses.field(default_factory=list)
 
 
 def _receive_and_print(
@@ -1579,7 +1582,17 @@ def _receive_and_print(
         if wait <= 0:
             return
         wanted = CONSUME_BATCH if count == 0 else min(CONSUME_BATCH, count - received.count)
-        batch = consumer.batch_receive(max_messages=wanted, timeout=wait)
+        try:
+            batch = consumer.batch_receive(max_messages=wanted, timeout=wait)
+        except errors.MessageDecodeError as exc:
+            # Said on stderr, and acknowledged with the rest like any message
+            # printed: one bad message never stops the reading.
+            idle_since = time.monotonic()
+            received.last[exc.message_id.partition] = exc.message_id
+            received.every.append(exc.message_id)
+            received.count += 1
+            _note(f"{exc.message_id}: cannot be decoded: its {exc.field} {exc.detail}")
+            continue
         if not batch:
             continue
         idle_since = time.monotonic()

@@ -373,7 +373,7 @@ class ConsumerBase(abc.ABC):
         messages = [first]
         with self._cond:
             while self._deliverable() and len(messages) < max_messages:
-                if isinstance(self._queue[0], UndecodableMessage):
+                if self._queue[0].__class__ is UndecodableMessage:
                     break  # the next receive raises its error, in its place
                 messages.append(self._queue.popleft())
             self._cond.notify_all()
@@ -384,7 +384,7 @@ class ConsumerBase(abc.ABC):
         """``message``, or, for one that could not be decoded, its
         MessageDecodeError raised in its place (txnq.messages: the other
         messages keep flowing; the application acknowledges it by id)."""
-        if isinstance(message, UndecodableMessage):
+        if message.__class__ is UndecodableMessage:
             raise message.error()
         return message
 

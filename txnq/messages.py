@@ -338,7 +338,8 @@ def checked(message: Message) -> Message:
 
 
 def _properties(value: Any, text: bytes) -> Any:
-    """Stored properties as a dict of str (JSON null: none); raises DataError otherwise."""
+    """Stored properties as a dict of str (JSON null: none); raises DataError
+    otherwise. (The loaders inline the common case: this runs per message.)"""
     if value.__class__ is dict:
         for item in value.values():
             if item.__class__ is not str:
@@ -364,7 +365,14 @@ class _PropertiesBinaryLoader(adapt.Loader):
         if data and data[0] != 1:
             raise psycopg.DataError(f"unknown jsonb binary format: {data[0]}")
         text = bytes(data[1:])
-        return _properties(json.loads(text), text)
+        value = json.loads(text)
+        if value.__class__ is dict:  # the common case, inline: this runs per message
+            for item in value.values():
+                if item.__class__ is not str:
+                    break
+            else:
+                return value
+        return _properties(value, text)
 
 
 class _PropertiesLoader(adapt.Loader):
