@@ -959,9 +959,12 @@ class ConsumerBase(abc.ABC):
         )
         failure.__cause__ = exc
         log.error("%s", failure, exc_info=exc)
+        # A retry-letter consumer fails its parent too: they share one queue.
+        parent = getattr(self, "_retry_parent", None)
         with self._cond:
-            if self._failure is None:
-                self._failure = failure
+            for consumer in (self, parent):
+                if consumer is not None and consumer._failure is None:
+                    consumer._failure = failure
             self._cond.notify_all()
 
     def _reconnect_fetch_plan(self) -> Plan[None]:
