@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import psycopg
 import pytest
-from helpers import receive_messages, sql, sql_value
+from helpers import Login, receive_messages, sql, sql_value
 from prometheus_client import CollectorRegistry
+from psycopg import errors as pg_errors
 from txnq.workers.coordinator import CoordinatorWorker
 from txnq.workers.scheduler import Job, _JobRunner, apply_retention, backlog_quota, expire_ttl
 from typer.testing import CliRunner
@@ -81,12 +83,33 @@ def metric(registry: CollectorRegistry, job: str, topic: str) -> float | None:
     return registry.get_sample_value("txnq_job_topic_failures_total", {"job": job, "topic": topic})
 
 
-@pytest.mark.parametrize("bad_ttl", ["NaN", "1e300"])
-def test_a_topic_with_a_broken_ttl_never_stops_ttl_for_the_others(
-    client: txnq.Client, dsn: str, bad_ttl: str
+def refuse_changes(dsn: str, table: str, topic: str) -> None:
+    """Make every change of ``table``'s rows of ``topic`` fail: a trigger the
+    table owner adds, standing for whatever a topic's rows may hold that its
+    job cannot handle (since revision 0015 the lifecycle functions take even
+    a NaN or infinite policy in their stride: they do nothing for it)."""
+    sql(
+        dsn,
+        "CREATE OR REPLACE FUNCTION public.refuse_change() RETURNS trigger LANGUAGE plpgsql"
+        " AS $$ BEGIN RAISE EXCEPTION 'this row cannot change' USING ERRCODE = '22023'; END $$",
+    )
+    topic_id = sql_value(dsn, "SELECT topic_id FROM txnq.topics WHERE name = %s", (topic,))
+    sql(
+        dsn,
+        f"CREATE TRIGGER refuse_{table} BEFORE UPDATE ON txnq.{table} FOR EACH ROW"
+        f" WHEN (OLD.topic_id = {int(topic_id)}) EXECUTE FUNCTION public.refuse_change()",
+    )
+
+
+def allow_changes(dsn: str, table: str) -> None:
+    sql(dsn, f"DROP TRIGGER refuse_{table} ON txnq.{table}")
+
+
+def test_a_topic_whose_ttl_fails_never_stops_ttl_for_the_others(
+    client: txnq.Client, dsn: str
 ) -> None:
     two_topics(client, dsn, ttl="1m")
-    sql(dsn, "UPDATE txnq.topics SET ttl_seconds = %s::float8 WHERE name = 'bad'", (bad_ttl,))
+    refuse_changes(dsn, "cursors", "bad")
 
     report = lifecycle.expire_ttl(client)
 
@@ -94,8 +117,8 @@ def test_a_topic_with_a_broken_ttl_never_stops_ttl_for_the_others(
     assert mark_delete(dsn, "good") == 3 and mark_delete(dsn, "bad") == -1
     [failure] = report.failures
     assert (failure.job, failure.topic, failure.partition) == ("ttl", "bad", None)
-    assert "out of range" in failure.error and failure.sqlstate == "22008"
-    assert "ttl_seconds" in failure.error and "txnq topics set-policy bad" in failure.error
+    assert "this row cannot change" in failure.error and failure.sqlstate == "22023"
+    assert "ttl_seconds = 60.0" in failure.error  # a data exception: the policy is shown
     [run] = sql(dsn, "SELECT items, failures, details FROM txnq.gc_history WHERE job = 'ttl'")
     assert run[:2] == (1, 1)
     assert run[2]["failures"][0]["where"] == "topic 'bad'"
@@ -103,50 +126,51 @@ def test_a_topic_with_a_broken_ttl_never_stops_ttl_for_the_others(
 
     lifecycle.expire_ttl(client)  # still failing: counted up, since the first time
     assert failing(dsn) == [("ttl", "bad", None, None, 2)]
-    client.admin.set_topic_policy("bad", ttl="1m")  # fixed
+    allow_changes(dsn, "cursors")  # fixed
     assert lifecycle.expire_ttl(client).failures == []
     assert mark_delete(dsn, "bad") == 3
     assert failing(dsn) == []
 
 
-def test_an_infinite_ttl_never_stops_ttl_for_the_others(client: txnq.Client, dsn: str) -> None:
-    """'Infinity' fails on PostgreSQL 15 and 16 (interval out of range) and
-    expires nothing on 17 and later (infinite intervals): either way the other
-    topics expire."""
+@pytest.mark.parametrize("bad_ttl", ["NaN", "Infinity", "1e300", "-5"])
+def test_a_topic_with_a_nonsense_ttl_never_stops_ttl_for_the_others(
+    client: txnq.Client, dsn: str, bad_ttl: str
+) -> None:
+    """A NaN, infinite or negative TTL (create_topic_v1 took them from SQL
+    before revision 0015) expires nothing on its topic; the others expire."""
     two_topics(client, dsn, ttl="1m")
-    sql(dsn, "UPDATE txnq.topics SET ttl_seconds = 'Infinity' WHERE name = 'bad'")
+    sql(dsn, "UPDATE txnq.topics SET ttl_seconds = %s::float8 WHERE name = 'bad'", (bad_ttl,))
     report = lifecycle.expire_ttl(client)
     assert {i.topic for i in report.items} == {"good"}
-    assert [f.topic for f in report.failures] in ([], ["bad"])
+    assert mark_delete(dsn, "bad") == -1
 
 
-def test_a_topic_with_a_broken_retention_never_stops_retention_for_the_others(
+def test_a_topic_whose_retention_fails_never_stops_retention_for_the_others(
     client: txnq.Client, dsn: str
 ) -> None:
     readers = two_topics(client, dsn, retention="1s")
     for reader in readers.values():
         reader.acknowledge_cumulative(receive_messages(reader, 4)[-1])
-    sql(dsn, "UPDATE txnq.topics SET retention_seconds = 'NaN' WHERE name = 'bad'")
+    refuse_changes(dsn, "ledgers", "bad")
 
     report = lifecycle.apply_retention(client)
 
     assert {(i.topic, i.ledger_id) for i in report.items} == {("good", 0), ("good", 1)}
-    assert [(f.topic, f.sqlstate) for f in report.failures] == [("bad", "22008")]
-    assert "retention_seconds = nan" in report.failures[0].error
+    assert [(f.topic, f.sqlstate) for f in report.failures] == [("bad", "22023")]
+    assert "retention_seconds = 1.0, retention_bytes = 0" in report.failures[0].error
     assert failing(dsn) == [("retention", "bad", None, None, 1)]
 
 
-def test_a_topic_with_a_broken_backlog_quota_never_stops_the_check_for_the_others(
+def test_a_topic_whose_quota_check_fails_never_stops_the_check_for_the_others(
     client: txnq.Client, dsn: str
 ) -> None:
     two_topics(client, dsn, backlog_quota_size=10, backlog_quota_policy="consumer_backlog_eviction")
-    sql(dsn, "UPDATE txnq.topics SET backlog_quota_seconds = 'NaN' WHERE name = 'bad'")
+    refuse_changes(dsn, "cursors", "bad")  # eviction moves cursors
 
     report = check_backlog_quotas(client)
 
     assert [(b.topic, b.evicted_entries > 0) for b in report.items] == [("good", True)]
     assert [f.topic for f in report.failures] == ["bad"]
-    assert "backlog_quota_seconds = nan" in report.failures[0].error
     assert failing(dsn) == [("backlog_quota", "bad", None, None, 1)]
     # A check of one topic replaces only that topic's record.
     check_backlog_quotas(client, "good")
@@ -199,14 +223,18 @@ def test_an_entry_log_gc_cannot_handle_never_stops_gc_of_the_others(
 def test_the_scheduler_counts_a_failing_topic_per_job_and_topic(
     client: txnq.Client, dsn: str
 ) -> None:
-    readers = two_topics(client, dsn, ttl="1m", retention="1s", backlog_quota_size=100)
-    for reader in readers.values():
-        reader.acknowledge_cumulative(receive_messages(reader, 4)[-1])
-    sql(
+    readers = two_topics(
+        client,
         dsn,
-        "UPDATE txnq.topics SET ttl_seconds = 'NaN', retention_seconds = 'NaN',"
-        " backlog_quota_seconds = 'NaN' WHERE name = 'bad'",
+        ttl="1m",
+        retention="1s",
+        backlog_quota_size=1,
+        backlog_quota_policy="consumer_backlog_eviction",
     )
+    for reader in readers.values():  # consumed up to offset 1: TTL and eviction have work
+        reader.acknowledge_cumulative(receive_messages(reader, 2)[-1])
+    refuse_changes(dsn, "cursors", "bad")
+    refuse_changes(dsn, "ledgers", "bad")
     registry = CollectorRegistry()
     metrics = JobMetrics(registry)
     for job in (
@@ -279,3 +307,27 @@ def test_a_transaction_whose_marker_phase_fails_on_one_partition_never_stops_the
         assert failing(dsn) == []
     finally:
         worker._disconnect(reason="test over")
+
+
+def test_the_worker_roles_record_failures_and_applications_cannot_touch_them(
+    client: txnq.Client, dsn: str, make_login: Callable[..., Login]
+) -> None:
+    """Revision 0015's roles hold no table rights but those listed:
+    grant_roles_v3 lets the scheduler and the coordinators write
+    txnq.job_failures, the reader see it through the view, and nobody else."""
+    two_topics(client, dsn, ttl="1m")
+    refuse_changes(dsn, "cursors", "bad")
+    with txnq.Client(make_login("txnq_scheduler").dsn) as scheduler:
+        report = lifecycle.expire_ttl(scheduler)
+    assert [f.topic for f in report.failures] == ["bad"]
+    assert failing(dsn) == [("ttl", "bad", None, None, 1)]
+    with psycopg.connect(make_login("txnq_worker").dsn, autocommit=True) as worker:
+        worker.execute(
+            "DELETE FROM txnq.job_failures WHERE job = 'marker_phase' AND subject = 'none'"
+        )
+    with psycopg.connect(make_login("txnq_reader").dsn, autocommit=True) as reader:
+        assert reader.execute("SELECT job FROM txnq.job_failure_status").fetchall() == [("ttl",)]
+    with psycopg.connect(make_login("txnq_client").dsn, autocommit=True) as app:
+        for statement in ("SELECT * FROM txnq.job_failures", "DELETE FROM txnq.job_failures"):
+            with pytest.raises(pg_errors.InsufficientPrivilege):
+                app.execute(statement)

@@ -85,10 +85,10 @@ def policy_hint(
     name: str, seconds: dict[str, Any], exc: BaseException, others: dict[str, Any] | None = None
 ) -> str:
     """What to add to a topic's failure when its lifecycle policy may be the
-    cause: a value of ``seconds`` that is not a finite number from -1 to
-    POLICY_SECONDS_MAX (NaN, infinity, stored by an older version or by
-    hand), or a data exception (SQLSTATE class 22); the values of
-    ``seconds`` and ``others`` are shown. "" otherwise."""
+    cause: on a data exception (SQLSTATE class 22) or a value of ``seconds``
+    that is not a finite number from -1 to POLICY_SECONDS_MAX (NaN, infinity,
+    stored by an older version or by hand), the values of ``seconds`` and
+    ``others``, and for the latter how to fix them. "" otherwise."""
     given = {column: value for column, value in seconds.items() if value is not None}
     suspect = any(
         not math.isfinite(value) or not -1 <= value <= POLICY_SECONDS_MAX
@@ -101,6 +101,8 @@ def policy_hint(
     if not given:
         return ""
     shown = ", ".join(f"{column} = {value!r}" for column, value in given.items())
+    if not suspect:
+        return f"; the topic has {shown}"
     return (
         f"; the topic has {shown}: set a valid policy with `txnq topics set-policy {name}` "
         "(--ttl, --retention, --retention-size, --backlog-quota-age)"

@@ -29,13 +29,13 @@ Every run that did something is recorded in ``txnq.gc_runs``.
 
 One bad topic never stops a job for the others: TTL, retention and the
 backlog quota check process each topic in its own PostgreSQL transaction,
-GC each entry log; a topic (entry log) that fails -- a NaN or infinite TTL
-or retention stored by an older version or a hand edit, any error but
-PostgreSQL being unreachable -- becomes a :class:`JobFailure` in the
-report, and the job goes on. Failures are logged, recorded in the run's
-``txnq.gc_runs`` row (``failures``, ``details.failures``) and in
-``txnq.job_failures`` (the view ``txnq.job_failure_status``: what fails
-now), and counted by the scheduler (``txnq_job_topic_failures_total``).
+GC each entry log; a topic (entry log) that fails -- on a row its function
+cannot handle, any error but PostgreSQL being unreachable -- becomes a
+:class:`~txnq.job_failures.JobFailure` in the report, and the job goes on.
+Failures are logged, recorded in the run's ``txnq.gc_runs`` row
+(``failures``, ``details.failures``) and in ``txnq.job_failures`` (the view
+``txnq.job_failure_status``: what fails now), and counted by the scheduler
+(``txnq_job_topic_failures_total``).
 """
 
 from __future__ import annotations
