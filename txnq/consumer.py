@@ -364,6 +364,8 @@ class ConsumerBase(abc.ABC):
         claims may then be released to other consumers (and a key's later
         messages delivered there), so the queue waits for the next heartbeat,
         which renews the lease or, if it ran out, drops the queue."""
+        if self._mark_delete_seen or self._acked:  # it acknowledged outside a transaction
+            self._drop_acknowledged_head()
         if not self._queue:
             return False
         return not self._shared or time.monotonic() < self._lease_holds_until
@@ -643,24 +645,23 @@ class ConsumerBase(abc.ABC):
                     del self._fetched_generation[key]
 
     def _remember_acknowledged(self, acked: Iterable[tuple[int, int, int]]) -> None:
-        """With ``_cond`` held: messages acknowledged outside a transaction.
-        Drop the copies still queued (a rewind refetched them before the ack)
-        and remember them, so a fetch that read before the ack committed
-        cannot queue them again."""
+        """With ``_cond`` held: messages acknowledged outside a transaction,
+        remembered so that neither a copy still queued (a rewind refetched it
+        before the ack) nor one a fetch read before the ack committed is
+        handed out (_deliverable drops them when they reach the head)."""
         for partition, offset, index in acked:
             if offset > self._mark_delete_seen.get(partition, -1):
                 self._acked.add((partition, offset, index))
-        self._drop_queued(self._was_acknowledged)
 
     def _passed_mark_delete(self, partition: int, mark_delete: int) -> None:
         """With ``_cond`` held: the cursor of ``partition`` is at ``mark_delete``
-        (an ack outside a transaction returned it); what is queued at or below
+        (an ack outside a transaction returned it): what is queued at or below
         it is acknowledged, and the remembered acks below it are not needed."""
         if mark_delete <= self._mark_delete_seen.get(partition, -1):
             return
         self._mark_delete_seen[partition] = mark_delete
-        self._acked = {a for a in self._acked if a[0] != partition or a[1] > mark_delete}
-        self._drop_queued(self._was_acknowledged)
+        if self._acked:
+            self._acked = {a for a in self._acked if a[0] != partition or a[1] > mark_delete}
 
     def _was_acknowledged(self, partition: int, offset: int, index: int) -> bool:
         """With ``_cond`` held: this message was acknowledged outside a transaction."""
@@ -670,20 +671,21 @@ class ConsumerBase(abc.ABC):
             or (partition, offset, index) in self._acked
         )
 
-    def _drop_queued(self, drop: Callable[[int, int, int], bool]) -> None:
-        """With ``_cond`` held: remove queued messages of this topic for which
-        ``drop(partition, offset, batch_index)`` holds, in place (a retry-letter
-        consumer shares the queue of its parent, whose topic differs)."""
+    def _drop_acknowledged_head(self) -> None:
+        """With ``_cond`` held: drop acknowledged messages from the head of the
+        queue. Checked at the head, once per message handed out, rather than
+        by scanning the queue at every ack (which cost the whole queue per
+        acknowledgement). Messages of another topic (a retry-letter consumer
+        shares its parent's queue) are left to their own consumer."""
+        queue = self._queue
         topic = self.topic
-        kept = [
-            m
-            for m in self._queue
-            if m.message_id.topic != topic
-            or not drop(m.message_id.partition, m.message_id.offset, m.message_id.batch_index)
-        ]
-        if len(kept) != len(self._queue):
-            self._queue.clear()
-            self._queue.extend(kept)
+        while queue:
+            message_id = queue[0].message_id
+            if message_id.topic != topic or not self._was_acknowledged(
+                message_id.partition, message_id.offset, message_id.batch_index
+            ):
+                return
+            queue.popleft()
 
     def _generation_check(self, call: dict[str, Any], expected: int) -> Callable[[list[Any]], None]:
         def check(results: list[Any]) -> None:
