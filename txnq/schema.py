@@ -328,12 +328,12 @@ gc_runs = Table(
     Column("items", BigInteger, nullable=False),
     Column("bytes", BigInteger, nullable=False),
     Column("details", JSONB, nullable=False),
-    Column("failures", Integer, nullable=False),  # revision 0015s
+    Column("failures", Integer, nullable=False),  # revision 0016
     Index("gc_runs_job_time", "job", "started_at"),
 )
 
 # What the lifecycle jobs and the marker phase are failing on now, per topic,
-# partition, entry log or transaction (revision 0015s).
+# partition, entry log or transaction (revision 0016).
 job_failures = Table(
     "job_failures",
     metadata,

@@ -1,4 +1,4 @@
--- txnq.grant_roles_v3: the grants of revision 0015s, run by `txnq migrate`
+-- txnq.grant_roles_v3: the grants of revision 0016, run by `txnq migrate`
 -- after every upgrade (the newest grant_roles_vN): grant_roles_v2's
 -- (docs/security.md), and txnq.job_failures for the two worker roles, whose
 -- runs record there what they failed on (txnq/job_failures.py): the

@@ -1,4 +1,4 @@
--- txnq.gc_history, second version (revision 0015s): the first version
+-- txnq.gc_history, second version (revision 0016): the first version
 -- (gc_history.sql) with failures added as its last column, so CREATE OR
 -- REPLACE keeps every column a reader already uses.
 --

@@ -1,4 +1,4 @@
--- txnq.job_failure_status (revision 0015s): what the background work is
+-- txnq.job_failure_status (revision 0016): what the background work is
 -- failing on now, one row per job and topic (partition, entry log,
 -- transaction). The scheduler's lifecycle jobs (ttl, retention,
 -- backlog_quota, gc) go on with the other topics when one fails and replace

@@ -6,7 +6,7 @@ txnq.gc_history. grant_roles_v3 lets the worker roles write
 txnq.job_failures (revision 0015's roles hold no table rights but those
 listed). docs/lifecycle.md ("When a job fails").
 
-Revision ID: 0015s
+Revision ID: 0016
 Revises: 0015
 Create Date: 2026-11-24
 """
@@ -17,13 +17,13 @@ from alembic import op
 
 from txnq.migrate import apply_sql_files
 
-revision = "0015s"
+revision = "0016"
 down_revision = "0015"
 branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0015s_job_failures.sql",
+    "schema/0016_job_failures.sql",
     "views/gc_history_v2.sql",
     "views/job_failure_status.sql",
     "functions/grant_roles_v3.sql",

@@ -1,4 +1,4 @@
--- Revision 0015s: failures of the scheduler's jobs and of the coordinators'
+-- Revision 0016: failures of the scheduler's jobs and of the coordinators'
 -- marker phase, per topic, partition, entry log or transaction. A job goes
 -- on with the other topics when one fails (txnq/lifecycle.py,
 -- workers/coordinator.py); what failed is counted here and in the metrics,
