@@ -32,7 +32,7 @@ SELECT t.topic_id, t.name, t.partitions, t.retention_seconds, t.retention_bytes,
 
 -- name: topic_partitions
 SELECT h.partition, h.next_offset - 1 AS high_watermark, h.max_read_offset,
-       txnq.earliest_offset_v1(h.topic_id, h.partition) AS earliest_offset,
+       txnq.earliest_offset_v2(h.topic_id, h.partition) AS earliest_offset,
        h.ledger_id AS open_ledger_id, h.last_publish_time,
        (SELECT count(*) FROM txnq.ledgers l
          WHERE l.topic_id = h.topic_id AND l.partition = h.partition AND l.state <> 'DELETED') AS ledgers,

@@ -3,7 +3,7 @@
 -- name: spark_partition_bounds
 -- Per partition of a topic: the max read offset now (the upper bound a read
 -- fixes when it starts) and the earliest offset retention has kept.
-SELECT h.partition, h.max_read_offset, txnq.earliest_offset_v1(h.topic_id, h.partition) AS earliest_offset
+SELECT h.partition, h.max_read_offset, txnq.earliest_offset_v2(h.topic_id, h.partition) AS earliest_offset
   FROM txnq.partitions h WHERE h.topic_id = %(topic_id)s ORDER BY h.partition
 
 -- name: spark_first_offset_at

@@ -1,0 +1,102 @@
+-- txnq.require_acks_v1: the check of a list of individual acknowledgements
+-- of one partition against the entries they name (ack_v3, stage_ack_v2).
+-- Revision 0015. A message id names an entry and a message of it; one that
+-- names no message of the entry must not be taken for the whole entry (or
+-- count towards it): messages never delivered would be marked consumed.
+--
+-- Parameters: what (the caller's name, for messages), (topic_id, partition),
+--   mark_delete (the cursor's mark-delete offset: an offset at or below it may
+--   name an entry retention has deleted), offsets[i], batch_indexes[i] (-1:
+--   the whole entry; else 0 .. message_count - 1), batch_sizes[i] (the entry's
+--   message_count, or NULL: looked up). The caller has checked the partition.
+-- Returns batch_indexes and batch_sizes as acknowledged: sizes from the
+--   entries, and -1 (the whole entry) for a message of a one-message entry.
+-- Locks: none (reads each entry named once, by primary key).
+-- Errors: TQ005 (naming the first bad acknowledgement, 1-based): arrays of
+--   different lengths or over 100,000 elements, a NULL element, an offset below
+--   0, a batch index below -1, a size below 1; an offset above the mark-delete
+--   offset with no entry; a marker; a batch index past the entry's messages;
+--   a batch size other than the entry's message_count.
+CREATE OR REPLACE FUNCTION txnq.require_acks_v1(
+    p_what text,
+    p_topic_id integer,
+    p_partition integer,
+    p_mark_delete bigint,
+    p_offsets bigint[],
+    p_batch_indexes integer[],
+    p_batch_sizes integer[],
+    OUT batch_indexes integer[],
+    OUT batch_sizes integer[]
+)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_bad bigint;
+    v_entry record;
+BEGIN
+    IF cardinality(p_batch_indexes) <> cardinality(p_offsets)
+       OR cardinality(p_batch_sizes) <> cardinality(p_offsets) THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('%s: offsets, batch_indexes and batch_sizes must have the same length '
+                             '(got %s, %s and %s)', p_what, cardinality(p_offsets),
+                             cardinality(p_batch_indexes), cardinality(p_batch_sizes)),
+            HINT = 'pass one batch index and one batch size (or NULL) per offset; nothing was acknowledged';
+    END IF;
+    IF cardinality(p_offsets) > 100000 THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('%s: %s acknowledgements in one call; at most 100000', p_what,
+                             cardinality(p_offsets)),
+            HINT = 'split the acknowledgement into several calls; nothing was acknowledged';
+    END IF;
+    IF coalesce(cardinality(p_offsets), 0) = 0 THEN
+        batch_indexes := '{}';
+        batch_sizes := '{}';
+        RETURN;
+    END IF;
+    -- One pass: each distinct entry read once (by primary key), matched with
+    -- the acknowledgements naming it.
+    SELECT array_agg(coalesce(x.size, x.s, 1) ORDER BY x.n),
+           array_agg(CASE WHEN coalesce(x.size, x.s, 1) <= 1 THEN -1 ELSE x.i END ORDER BY x.n),
+           min(x.n) FILTER (WHERE x.o IS NULL OR x.o < 0 OR x.i IS NULL OR x.i < -1 OR x.s < 1
+                                  OR CASE WHEN x.size IS NULL THEN x.o > p_mark_delete
+                                          ELSE x.marker OR x.i >= x.size OR x.s <> x.size END)
+      INTO batch_sizes, batch_indexes, v_bad
+      FROM (SELECT u.n, u.o, u.i, u.s, m.size, m.marker
+              FROM unnest(p_offsets, p_batch_indexes, p_batch_sizes) WITH ORDINALITY AS u(o, i, s, n)
+              LEFT JOIN (SELECT d.o, e.message_count AS size, e.marker IS NOT NULL AS marker
+                           FROM (SELECT DISTINCT o FROM unnest(p_offsets) AS o WHERE o >= 0) AS d
+                          CROSS JOIN LATERAL (
+                                SELECT e.message_count, e.marker FROM txnq.entries e
+                                 WHERE e.topic_id = p_topic_id AND e.partition = p_partition
+                                   AND e.entry_offset = d.o
+                                OFFSET 0) AS e) AS m
+                ON m.o = u.o) AS x;
+    IF v_bad IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT e.message_count AS size, e.marker IS NOT NULL AS marker INTO v_entry FROM txnq.entries e
+     WHERE e.topic_id = p_topic_id AND e.partition = p_partition AND e.entry_offset = p_offsets[v_bad];
+    RAISE EXCEPTION USING ERRCODE = 'TQ005',
+        MESSAGE = format('%s: acknowledgement %s (offset %s, batch index %s, batch size %s) ', p_what, v_bad,
+                         coalesce(p_offsets[v_bad]::text, 'NULL'), coalesce(p_batch_indexes[v_bad]::text, 'NULL'),
+                         coalesce(p_batch_sizes[v_bad]::text, 'NULL'))
+                  || CASE
+            WHEN p_offsets[v_bad] IS NULL OR p_offsets[v_bad] < 0 OR p_batch_indexes[v_bad] IS NULL
+                 OR p_batch_indexes[v_bad] < -1 OR p_batch_sizes[v_bad] < 1
+                THEN 'is not a message id: an offset is 0 or more, a batch index -1 (the whole entry) or '
+                     '0 or more, a batch size 1 or more (or NULL)'
+            WHEN v_entry.size IS NULL
+                THEN format('names no entry: offset %s of partition %s holds none', p_offsets[v_bad], p_partition)
+            WHEN v_entry.marker
+                THEN format('names a transaction marker (offset %s of partition %s), not a message',
+                            p_offsets[v_bad], p_partition)
+            WHEN p_batch_indexes[v_bad] >= v_entry.size
+                THEN format('names no message: the entry at offset %s of partition %s holds %s (batch indexes '
+                            '0 to %s, or -1 for the whole entry)', p_offsets[v_bad], p_partition, v_entry.size,
+                            v_entry.size - 1)
+            ELSE format('has the wrong batch size: the entry at offset %s of partition %s holds %s message(s)',
+                        p_offsets[v_bad], p_partition, v_entry.size)
+        END,
+        HINT = 'acknowledge the message ids that were delivered (a NULL batch size is looked up); '
+               'nothing was acknowledged';
+END;
+$$;
