@@ -28,19 +28,24 @@ DECLARE
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9._-]{1,200}$' THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('subscription name %L is not valid: use 1 to 200 of A-Z a-z 0-9 . _ -', p_name);
+            MESSAGE = format('subscription name %L is not valid: use 1 to 200 of A-Z a-z 0-9 . _ -', p_name),
+            HINT = 'name the subscription with those characters only (no spaces, slashes or quotes)';
     END IF;
     IF p_subscription_type IS NULL OR p_subscription_type NOT IN ('exclusive', 'failover', 'shared', 'key_shared') THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('subscription type must be exclusive, failover, shared or key_shared, not %L', p_subscription_type);
+            MESSAGE = format('subscription type must be exclusive, failover, shared or key_shared, not %L',
+                             p_subscription_type),
+            HINT = 'pass one of the four types (docs/subscriptions.md)';
     END IF;
     IF p_isolation IS NULL OR p_isolation NOT IN ('read_committed', 'read_uncommitted') THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('isolation must be read_committed or read_uncommitted, not %L', p_isolation);
+            MESSAGE = format('isolation must be read_committed or read_uncommitted, not %L', p_isolation),
+            HINT = 'pass read_committed unless the subscription must see open transactions'' messages';
     END IF;
     IF p_initial_position IS NULL OR p_initial_position NOT IN ('earliest', 'latest') THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('initial position must be earliest or latest, not %L', p_initial_position);
+            MESSAGE = format('initial position must be earliest or latest, not %L', p_initial_position),
+            HINT = 'pass where a new subscription starts: earliest (all retained) or latest (new only)';
     END IF;
     PERFORM txnq.authorize_v1(p_topic_id, 'consume');
     PERFORM 1 FROM txnq.topics t WHERE t.topic_id = p_topic_id FOR KEY SHARE;
