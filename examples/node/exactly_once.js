@@ -26,7 +26,7 @@ async function main() {
     const subscriptionId = (
       await one(
         db,
-        "SELECT txnq.subscribe_v1($1, 'node', 'exclusive', 'read_committed', 'earliest') AS id",
+        "SELECT txnq.subscribe_v2($1, 'node', 'exclusive', 'read_committed', 'earliest') AS id",
         [input.topic_id]
       )
     ).id;
@@ -38,7 +38,7 @@ async function main() {
       const { rows } = await db.query(
         `SELECT c.partition, f.entry_offset, f.payloads, f.acked_batch_indexes
            FROM txnq.cursors c,
-                LATERAL txnq.fetch_v2(c.topic_id, c.partition, c.subscription_id,
+                LATERAL txnq.fetch_v3(c.topic_id, c.partition, c.subscription_id,
                                       c.mark_delete_offset, 10) f
           WHERE c.topic_id = $1 AND c.subscription_id = $2
           ORDER BY c.partition, f.entry_offset`,
@@ -73,7 +73,7 @@ async function main() {
         }
       }
       for (const [partition, ack] of acks) {
-        await db.query("SELECT txnq.stage_ack_v1($1, $2, $3, $4::bigint[], $5::int[], $6::int[])", [
+        await db.query("SELECT txnq.stage_ack_v2($1, $2, $3, $4::bigint[], $5::int[], $6::int[])", [
           input.topic_id,
           partition,
           subscriptionId,

@@ -3,6 +3,17 @@ its arguments itself and checks the caller's permission on the topic; the
 argument checks shared by many functions live in txnq.require_*_v1, the
 permission checks in txnq.authorize*_v1.
 
+Consume side: ack_v3, stage_ack_v2 and ack_shared_v4 check every message id
+against its entry (before, a batch index past the batch or a batch size
+smaller than the entry's acknowledged the whole entry: messages never
+delivered were lost); fetch_entries_v1 (the body of fetch_v2 and fetch_v3),
+claim_v3, nack_shared_v2, release_claims_v2, subscribe_v2, unsubscribe_v2,
+register_consumer_v2, heartbeat_consumer_v2, seek_v2, earliest_offset_v2 and
+subscription_backlog_v2 check their arguments. The versions they replace
+(fetch_v2/v3, ack_v2, stage_ack_v1, ack_shared_v1..v3, claim_v1/v2, ...) are
+wrappers of them (superseded_0015_consume.sql), so older clients keep
+working and get the checks; the downgrade puts their bodies back.
+
 Revision ID: 0015
 Revises: 0014
 Create Date: 2026-11-24
