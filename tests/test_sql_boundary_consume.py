@@ -539,7 +539,7 @@ def delivered(dsn: str, topic_id: int, subscription_id: int) -> list[tuple[int, 
         dsn,
         "SELECT f.entry_offset, coalesce(f.acked_batch_indexes, '{}') "
         "FROM txnq.cursors c, LATERAL txnq.fetch_v2(c.topic_id, c.partition, c.subscription_id, "
-        "c.mark_delete_offset) f WHERE c.topic_id = %s AND c.subscription_id = %s",
+        "c.mark_delete_offset, 1000) f WHERE c.topic_id = %s AND c.subscription_id = %s",
         (topic_id, subscription_id),
     )
     return [(int(offset), list(acked)) for offset, acked in rows]
@@ -672,3 +672,28 @@ def test_a_shared_ack_past_the_batch_is_refused_inside_and_outside_a_transaction
             txn.abort()
             consumer.acknowledge(messages)
     assert int(sql_value(dsn, "SELECT count(*) FROM txnq.claims")) == 0
+
+
+def test_sparse_acknowledgements_are_checked_entry_by_entry(dsn: str) -> None:
+    """Offsets far apart are looked up one by one (not by one range scan)."""
+    topic_id, subscription_id = batch_topic(dsn, messages=1)
+    sql(
+        dsn,
+        "SELECT txnq.append_v3(%s, 0, NULL, NULL, NULL, ARRAY['single']::bytea[]) "
+        "FROM generate_series(1, 199)",
+        (topic_id,),
+    )
+    sql(
+        dsn,
+        "SELECT * FROM txnq.append_v3(%s, 0, NULL, NULL, NULL, ARRAY['a', 'b']::bytea[])",
+        (topic_id,),
+    )
+    ack = "SELECT txnq.ack_v3(%s, 0, %s, NULL, '{0,200}', %s::int[], '{NULL,NULL}')"
+
+    with pytest.raises(psycopg.Error) as raised:
+        sql(dsn, ack, (topic_id, subscription_id, [-1, 2]))
+    assert raised.value.sqlstate == "TQ005"
+    assert "holds 2" in raised.value.diag.message_primary
+
+    sql(dsn, ack, (topic_id, subscription_id, [-1, 1]))
+    assert delivered(dsn, topic_id, subscription_id)[-1] == (200, [1])

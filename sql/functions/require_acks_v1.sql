@@ -11,7 +11,9 @@
 --   message_count, or NULL: looked up). The caller has checked the partition.
 -- Returns batch_indexes and batch_sizes as acknowledged: sizes from the
 --   entries, and -1 (the whole entry) for a message of a one-message entry.
--- Locks: none (reads each entry named once, by primary key).
+-- Locks: none (reads each entry named once: one index range scan when the
+--   offsets are a run, as the messages one fetch returned are; else one
+--   primary-key lookup per offset).
 -- Errors: TQ005 (naming the first bad acknowledgement, 1-based): arrays of
 --   different lengths or over 100,000 elements, a NULL element, an offset below
 --   0, a batch index below -1, a size below 1; an offset above the mark-delete
@@ -32,6 +34,9 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v_bad bigint;
     v_entry record;
+    v_min bigint;
+    v_max bigint;
+    v_distinct bigint;
 BEGIN
     IF cardinality(p_batch_indexes) <> cardinality(p_offsets)
        OR cardinality(p_batch_sizes) <> cardinality(p_offsets) THEN
@@ -52,24 +57,42 @@ BEGIN
         batch_sizes := '{}';
         RETURN;
     END IF;
-    -- One pass: each distinct entry read once (by primary key), matched with
-    -- the acknowledgements naming it.
-    SELECT array_agg(coalesce(x.size, x.s, 1) ORDER BY x.n),
-           array_agg(CASE WHEN coalesce(x.size, x.s, 1) <= 1 THEN -1 ELSE x.i END ORDER BY x.n),
-           min(x.n) FILTER (WHERE x.o IS NULL OR x.o < 0 OR x.i IS NULL OR x.i < -1 OR x.s < 1
-                                  OR CASE WHEN x.size IS NULL THEN x.o > p_mark_delete
-                                          ELSE x.marker OR x.i >= x.size OR x.s <> x.size END)
-      INTO batch_sizes, batch_indexes, v_bad
-      FROM (SELECT u.n, u.o, u.i, u.s, m.size, m.marker
-              FROM unnest(p_offsets, p_batch_indexes, p_batch_sizes) WITH ORDINALITY AS u(o, i, s, n)
-              LEFT JOIN (SELECT d.o, e.message_count AS size, e.marker IS NOT NULL AS marker
-                           FROM (SELECT DISTINCT o FROM unnest(p_offsets) AS o WHERE o >= 0) AS d
-                          CROSS JOIN LATERAL (
-                                SELECT e.message_count, e.marker FROM txnq.entries e
-                                 WHERE e.topic_id = p_topic_id AND e.partition = p_partition
-                                   AND e.entry_offset = d.o
-                                OFFSET 0) AS e) AS m
-                ON m.o = u.o) AS x;
+    -- One pass: each entry named read once, matched with the acknowledgements
+    -- naming it. Usually the offsets are a run (the messages just fetched):
+    -- one index range scan over them; sparse ones are looked up one by one.
+    SELECT min(o), max(o), count(DISTINCT o) INTO v_min, v_max, v_distinct FROM unnest(p_offsets) AS o;
+    IF v_max - v_min < 2 * v_distinct + 64 THEN
+        SELECT array_agg(coalesce(x.size, x.s, 1) ORDER BY x.n),
+               array_agg(CASE WHEN coalesce(x.size, x.s, 1) <= 1 THEN -1 ELSE x.i END ORDER BY x.n),
+               min(x.n) FILTER (WHERE x.o IS NULL OR x.o < 0 OR x.i IS NULL OR x.i < -1 OR x.s < 1
+                                      OR CASE WHEN x.size IS NULL THEN x.o > p_mark_delete
+                                              ELSE x.marker OR x.i >= x.size OR x.s <> x.size END)
+          INTO batch_sizes, batch_indexes, v_bad
+          FROM (SELECT u.n, u.o, u.i, u.s, m.size, m.marker
+                  FROM unnest(p_offsets, p_batch_indexes, p_batch_sizes) WITH ORDINALITY AS u(o, i, s, n)
+                  LEFT JOIN (SELECT e.entry_offset AS o, e.message_count AS size, e.marker IS NOT NULL AS marker
+                               FROM txnq.entries e
+                              WHERE e.topic_id = p_topic_id AND e.partition = p_partition
+                                AND e.entry_offset BETWEEN v_min AND v_max) AS m
+                    ON m.o = u.o) AS x;
+    ELSE
+        SELECT array_agg(coalesce(x.size, x.s, 1) ORDER BY x.n),
+               array_agg(CASE WHEN coalesce(x.size, x.s, 1) <= 1 THEN -1 ELSE x.i END ORDER BY x.n),
+               min(x.n) FILTER (WHERE x.o IS NULL OR x.o < 0 OR x.i IS NULL OR x.i < -1 OR x.s < 1
+                                      OR CASE WHEN x.size IS NULL THEN x.o > p_mark_delete
+                                              ELSE x.marker OR x.i >= x.size OR x.s <> x.size END)
+          INTO batch_sizes, batch_indexes, v_bad
+          FROM (SELECT u.n, u.o, u.i, u.s, m.size, m.marker
+                  FROM unnest(p_offsets, p_batch_indexes, p_batch_sizes) WITH ORDINALITY AS u(o, i, s, n)
+                  LEFT JOIN (SELECT d.o, e.message_count AS size, e.marker IS NOT NULL AS marker
+                               FROM (SELECT DISTINCT o FROM unnest(p_offsets) AS o WHERE o >= 0) AS d
+                              CROSS JOIN LATERAL (
+                                    SELECT e.message_count, e.marker FROM txnq.entries e
+                                     WHERE e.topic_id = p_topic_id AND e.partition = p_partition
+                                       AND e.entry_offset = d.o
+                                    OFFSET 0) AS e) AS m
+                    ON m.o = u.o) AS x;
+    END IF;
     IF v_bad IS NULL THEN
         RETURN;
     END IF;
