@@ -137,7 +137,7 @@ def world_dsn(pg_server_dsn: str, template_database: str) -> Iterator[tuple[str,
 ACK3 = "SELECT txnq.ack_v3(%(t1)s, 0, %(ex)s, "
 ACK_TXN = ", NULL, NULL, %(tc)s, %(seq)s)"
 STAGE = "SELECT txnq.stage_ack_v2(%(t1)s, 0, %(ex)s, "
-FETCH = "SELECT * FROM txnq.fetch_v3(%(t1)s, 0, %(ex)s, "
+FETCH = "SELECT * FROM txnq.fetch_v4(%(t1)s, 0, %(ex)s, "
 SHARED = "SELECT txnq.ack_shared_v4(%(t1)s, 0, %(sh)s, "
 CLAIM = "SELECT * FROM txnq.claim_v3(%(t1)s, %(sh)s, %(c_sh)s, "
 NACK = "SELECT txnq.nack_shared_v2(%(t1)s, 0, %(sh)s, %(c_sh)s, "
@@ -228,13 +228,15 @@ BAD_CALLS: dict[str, tuple[str, str]] = {
         "SELECT txnq.stage_ack_v1(%(t1)s, 0, %(ex)s, '{0}', '{9}', '{3}')",
     ),
     # -- fetch -----------------------------------------------------------------
-    "fetch-topic-unknown": ("TQ001", "SELECT * FROM txnq.fetch_v3(999, 0, %(ex)s, -1)"),
-    "fetch-partition-unknown": ("TQ001", "SELECT * FROM txnq.fetch_v3(%(t1)s, 9, %(ex)s, -1)"),
+    "fetch-topic-unknown": ("TQ001", "SELECT * FROM txnq.fetch_v4(999, 0, %(ex)s, -1)"),
+    "fetch-from-mark-delete-null": ("TQ005", FETCH + "-1, 100, 100, NULL)"),
+    "fetch-v3-partition-unknown": ("TQ001", "SELECT * FROM txnq.fetch_v3(%(t1)s, 9, %(ex)s, -1)"),
+    "fetch-partition-unknown": ("TQ001", "SELECT * FROM txnq.fetch_v4(%(t1)s, 9, %(ex)s, -1)"),
     "fetch-subscription-of-another-topic": (
         "TQ006",
-        "SELECT * FROM txnq.fetch_v3(%(t2)s, 0, %(ex)s, -1)",
+        "SELECT * FROM txnq.fetch_v4(%(t2)s, 0, %(ex)s, -1)",
     ),
-    "fetch-subscription-null": ("TQ006", "SELECT * FROM txnq.fetch_v3(%(t1)s, 0, NULL, -1)"),
+    "fetch-subscription-null": ("TQ006", "SELECT * FROM txnq.fetch_v4(%(t1)s, 0, NULL, -1)"),
     "fetch-after-null": ("TQ005", FETCH + "NULL)"),
     "fetch-after-below-minus-one": ("TQ005", FETCH + "-9)"),
     "fetch-after-past-head": ("TQ005", FETCH + "99)"),
@@ -243,7 +245,7 @@ BAD_CALLS: dict[str, tuple[str, str]] = {
     "fetch-max-entries-0": ("TQ005", FETCH + "-1, 0)"),
     "fetch-max-bytes-null": ("TQ005", FETCH + "-1, 100, NULL)"),
     "fetch-max-bytes-negative": ("TQ005", FETCH + "-1, 100, -1)"),
-    "fetch-shared-subscription": ("TQ005", "SELECT * FROM txnq.fetch_v3(%(t1)s, 0, %(sh)s, -1)"),
+    "fetch-shared-subscription": ("TQ005", "SELECT * FROM txnq.fetch_v4(%(t1)s, 0, %(sh)s, -1)"),
     "fetch-v2-topic-unknown": ("TQ001", "SELECT * FROM txnq.fetch_v2(999, 0, %(ex)s, -1)"),
     "fetch-v1-max-entries-negative": (
         "TQ005",
@@ -484,6 +486,8 @@ GOOD_CALLS: dict[str, str] = {
     "stage-ack-null-index-is-the-whole-entry": STAGE + "'{0}', '{NULL}', '{NULL}')",
     "fetch-from-the-cursor": FETCH + "-1, 1, 1)",
     "fetch-v2-from-below-the-cursor": "SELECT * FROM txnq.fetch_v2(%(t1)s, 0, %(ex)s, -1)",
+    "fetch-v3-from-the-cursor": "SELECT * FROM txnq.fetch_v3(%(t1)s, 0, %(ex)s, -1)",
+    "fetch-from-below-the-cursor": FETCH + "-1, 10, 8388608, false)",
     "shared-ack-claimed-message": SHARED + "'{0}', '{0}')",
     "shared-ack-whole-entry": SHARED + "'{0}', '{-1}')",
     "shared-ack-not-claimed-is-idempotent": SHARED + "'{1}', '{0}')",

@@ -38,7 +38,7 @@ async function main() {
       const { rows } = await db.query(
         `SELECT c.partition, f.entry_offset, f.payloads, f.acked_batch_indexes
            FROM txnq.cursors c,
-                LATERAL txnq.fetch_v3(c.topic_id, c.partition, c.subscription_id,
+                LATERAL txnq.fetch_v4(c.topic_id, c.partition, c.subscription_id,
                                       c.mark_delete_offset, 10) f
           WHERE c.topic_id = $1 AND c.subscription_id = $2
           ORDER BY c.partition, f.entry_offset`,

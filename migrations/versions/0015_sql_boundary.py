@@ -6,8 +6,8 @@ permission checks in txnq.authorize*_v1.
 Consume side: ack_v3, stage_ack_v2 and ack_shared_v4 check every message id
 against its entry (before, a batch index past the batch or a batch size
 smaller than the entry's acknowledged the whole entry: messages never
-delivered were lost); fetch_entries_v1 (the body of fetch_v2 and fetch_v3),
-claim_v3, nack_shared_v2, release_claims_v2, subscribe_v2, unsubscribe_v2,
+delivered were lost); fetch_v4 (fetch_v2 and fetch_v3 call it), claim_v3,
+nack_shared_v2, release_claims_v2, subscribe_v2, unsubscribe_v2,
 register_consumer_v2, heartbeat_consumer_v2, seek_v2, earliest_offset_v2 and
 subscription_backlog_v2 check their arguments. The versions they replace
 (fetch_v2/v3, ack_v2, stage_ack_v1, ack_shared_v1..v3, claim_v1/v2, ...) are
@@ -44,7 +44,7 @@ SQL_FILES = [
     "functions/require_subscription_v1.sql",
     "functions/require_acks_v1.sql",
     "functions/require_claimed_messages_v1.sql",
-    "functions/fetch_entries_v1.sql",
+    "functions/fetch_v4.sql",
     "functions/ack_v3.sql",
     "functions/stage_ack_v2.sql",
     "functions/ack_shared_v4.sql",
@@ -97,7 +97,7 @@ DROP FUNCTION txnq.authorize_txn_v1(integer, bigint);
 DROP FUNCTION txnq.require_subscription_v1(integer, integer, bigint);
 DROP FUNCTION txnq.require_acks_v1(text, integer, integer, bigint, bigint[], integer[], integer[]);
 DROP FUNCTION txnq.require_claimed_messages_v1(integer, integer, bigint, bigint[], integer[]);
-DROP FUNCTION txnq.fetch_entries_v1(integer, integer, bigint, bigint, integer, bigint, boolean);
+DROP FUNCTION txnq.fetch_v4(integer, integer, bigint, bigint, integer, bigint, boolean);
 DROP FUNCTION txnq.ack_v3(integer, integer, bigint, bigint, bigint[], integer[], integer[],
                           integer, integer, integer, bigint);
 DROP FUNCTION txnq.stage_ack_v2(integer, integer, bigint, bigint[], integer[], integer[]);

@@ -1,5 +1,5 @@
 -- txnq.claim_v3: the receive side of shared and key_shared subscriptions
--- (fetch_v3 stays the one of exclusive and failover): claim up to
+-- (fetch_v4 stays the one of exclusive and failover): claim up to
 -- p_max_messages messages for one consumer. Revision 0015; replaces claim_v2
 -- (same parameters, result, locks, plans and behaviour for valid input) with
 -- the argument checks: claim_v2 failed with raw PostgreSQL errors (22008) for
@@ -148,7 +148,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('claim_v3 serves shared and key_shared subscriptions; this one is %s',
                              v_sub.subscription_type),
-            HINT = 'exclusive and failover subscriptions read with txnq.fetch_v3';
+            HINT = 'exclusive and failover subscriptions read with txnq.fetch_v4';
     END IF;
     IF p_dead_letter_topic_id IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM txnq.topics t WHERE t.topic_id = p_dead_letter_topic_id) THEN

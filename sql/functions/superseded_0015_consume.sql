@@ -8,7 +8,7 @@
 -- downgrading 0015 reinstalls; this file replaces them.
 
 -- fetch_v2 reads from after_offset, below the mark-delete offset too; fetch_v3
--- from the greater of the two (revision 0012).
+-- (revision 0012) and fetch_v4 from the greater of the two.
 CREATE OR REPLACE FUNCTION txnq.fetch_v2(
     p_topic_id integer,
     p_partition integer,
@@ -29,7 +29,7 @@ CREATE OR REPLACE FUNCTION txnq.fetch_v2(
     acked_batch_indexes integer[]
 )
 LANGUAGE sql STABLE AS $$
-    SELECT * FROM txnq.fetch_entries_v1(p_topic_id, p_partition, p_subscription_id, p_after_offset,
+    SELECT * FROM txnq.fetch_v4(p_topic_id, p_partition, p_subscription_id, p_after_offset,
                                         p_max_entries, p_max_bytes, false)
 $$;
 
@@ -53,7 +53,7 @@ CREATE OR REPLACE FUNCTION txnq.fetch_v3(
     acked_batch_indexes integer[]
 )
 LANGUAGE sql STABLE AS $$
-    SELECT * FROM txnq.fetch_entries_v1(p_topic_id, p_partition, p_subscription_id, p_after_offset,
+    SELECT * FROM txnq.fetch_v4(p_topic_id, p_partition, p_subscription_id, p_after_offset,
                                         p_max_entries, p_max_bytes, true)
 $$;
 

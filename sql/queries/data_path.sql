@@ -23,7 +23,7 @@ SELECT producer_id, epoch, partition, last_sequence
 -- name: fetch
 SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
        payloads, keys, properties, event_times, acked_batch_indexes
-  FROM txnq.fetch_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
+  FROM txnq.fetch_v4(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
                      %(max_entries)s, %(max_bytes)s)
 
 -- name: cursor_generation

@@ -1,19 +1,22 @@
--- txnq.fetch_entries_v1: the body of txnq.fetch_v3 (and of fetch_v2, fetch_v1,
--- which read from after_offset even when it is below the mark-delete offset)
--- with the argument checks of revision 0015: the next deliverable entries of
--- one partition for an exclusive or failover subscription. (fetch_v2 read any
--- subscription's acks against any topic's entries, took a NULL or negative
--- max_entries for no limit or failed with a raw LIMIT error, and returned
--- nothing for an unknown topic or partition.) It checks its arguments and the
--- caller's permission itself, like the functions it serves.
+-- txnq.fetch_v4: the next deliverable entries of one partition for an
+-- exclusive or failover subscription. Revision 0015; replaces fetch_v3 (same
+-- parameters, result and behaviour for valid input) with the argument checks:
+-- fetch_v3 (and fetch_v2) read any subscription's acks against any topic's
+-- entries, took a NULL or negative max_entries for no limit or failed with a
+-- raw LIMIT error, and returned nothing for an unknown topic or partition.
+-- fetch_v3 and fetch_v2 are wrappers of it (the optional from_mark_delete
+-- keeps fetch_v2's reading from after_offset alone). PL/pgSQL, called
+-- directly by the client: no SQL wrapper to plan on the hot path.
 --
 -- Parameters: (topic_id, partition), subscription_id, after_offset (the
 --   consumer's read position, -1 .. the high watermark: entries above it are
 --   returned), max_entries (1 or more), max_bytes (1 or more: stops after the
---   entry that crosses it; at least one entry), from_mark_delete (true, as
---   fetch_v3: start above the greater of after_offset and the subscription's
---   mark-delete offset, read in the same snapshot; false, as fetch_v2: above
---   after_offset).
+--   entry that crosses it; at least one entry), from_mark_delete (true, the
+--   default, as fetch_v3 since revision 0012: start above the greater of
+--   after_offset and the subscription's mark-delete offset, read in the same
+--   snapshot, so a read position that another transaction's acknowledgement
+--   overtook does not deliver those entries again; false, as fetch_v2: above
+--   after_offset, acknowledged entries below the cursor included).
 -- Returns entries in offset order with acked_batch_indexes: the messages of a
 --   batch entry that are acknowledged individually or pending in a transaction
 --   (skip them); entries that are acknowledged or pending as a whole are left out.
@@ -26,16 +29,16 @@
 -- Errors (a read: nothing changes anyway): TQ001 unknown topic or partition;
 --   TQ006 unknown subscription, one of another topic, or no cursor; TQ005
 --   after_offset NULL, below -1 or above the high watermark, max_entries or
---   max_bytes NULL or below 1, a shared or key_shared subscription (they read
---   with claim_v3); authorize_v1's.
-CREATE OR REPLACE FUNCTION txnq.fetch_entries_v1(
+--   max_bytes NULL or below 1, from_mark_delete NULL, a shared or key_shared
+--   subscription (they read with claim_v3); authorize_v1's.
+CREATE OR REPLACE FUNCTION txnq.fetch_v4(
     p_topic_id integer,
     p_partition integer,
     p_subscription_id bigint,
     p_after_offset bigint,
-    p_max_entries integer,
-    p_max_bytes bigint,
-    p_from_mark_delete boolean
+    p_max_entries integer DEFAULT 100,
+    p_max_bytes bigint DEFAULT 8388608,
+    p_from_mark_delete boolean DEFAULT true
 ) RETURNS TABLE (
     entry_offset bigint,
     publish_time timestamptz,
@@ -58,10 +61,12 @@ DECLARE
     v_pending_cumulative bigint;
     r record;
 BEGIN
-    IF p_max_entries IS NULL OR p_max_entries < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
+    IF p_max_entries IS NULL OR p_max_entries < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1
+       OR p_from_mark_delete IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('fetch: max_entries (%s) and max_bytes (%s) must be 1 or more',
-                             coalesce(p_max_entries::text, 'NULL'), coalesce(p_max_bytes::text, 'NULL')),
+            MESSAGE = format('fetch: max_entries (%s) and max_bytes (%s) must be 1 or more, from_mark_delete '
+                             '(%s) true or false', coalesce(p_max_entries::text, 'NULL'),
+                             coalesce(p_max_bytes::text, 'NULL'), coalesce(p_from_mark_delete::text, 'NULL')),
             HINT = 'pass how many entries and bytes one call may return at most (e.g. 100 and 8388608)';
     END IF;
     IF p_after_offset IS NULL OR p_after_offset < -1 THEN
