@@ -56,6 +56,8 @@ CREATE OR REPLACE FUNCTION txnq.ack_shared_v4(
 LANGUAGE plpgsql AS $$
 DECLARE
     v_target record;
+    v_bad bigint;
+    v_max bigint;
     v_conflict record;
     v_missing record;
     v_count integer;
@@ -78,11 +80,12 @@ BEGIN
             MESSAGE = format('ack_shared_v4: %s acknowledgements in one call; at most 100000', cardinality(p_offsets)),
             HINT = 'split the acknowledgement into several calls; nothing was acknowledged';
     END IF;
-    SELECT u.n, u.o, u.i INTO v_missing
-      FROM unnest(p_offsets, p_batch_indexes) WITH ORDINALITY AS u(o, i, n)
-     WHERE u.o IS NULL OR u.o < 0 OR u.i IS NULL OR u.i < -1
-     LIMIT 1;
-    IF FOUND THEN
+    -- The first malformed message id, and the highest offset, in one pass.
+    SELECT min(u.n) FILTER (WHERE u.o IS NULL OR u.o < 0 OR u.i IS NULL OR u.i < -1), max(u.o)
+      INTO v_bad, v_max
+      FROM unnest(p_offsets, p_batch_indexes) WITH ORDINALITY AS u(o, i, n);
+    IF v_bad IS NOT NULL THEN
+        SELECT v_bad AS n, p_offsets[v_bad] AS o, p_batch_indexes[v_bad] AS i INTO v_missing;
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('ack_shared_v4: acknowledgement %s (offset %s, batch index %s) is not a message id: '
                              'an offset is 0 or more, a batch index -1 (the whole entry) or 0 or more',
@@ -101,9 +104,9 @@ BEGIN
                              v_target.subscription_type),
             HINT = 'exclusive and failover subscriptions acknowledge with txnq.ack_v3';
     END IF;
-    IF (SELECT max(o) FROM unnest(p_offsets) AS o) > v_target.readable_offset THEN
+    IF v_max > v_target.readable_offset THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = CASE WHEN (SELECT max(o) FROM unnest(p_offsets) AS o) > v_target.high_watermark
+            MESSAGE = CASE WHEN v_max > v_target.high_watermark
                            THEN format('cannot acknowledge beyond offset %s of partition %s: nothing was '
                                        'written there', v_target.high_watermark, p_partition)
                            ELSE format('cannot acknowledge beyond offset %s of partition %s: the entries '

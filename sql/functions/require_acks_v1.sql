@@ -36,7 +36,6 @@ DECLARE
     v_entry record;
     v_min bigint;
     v_max bigint;
-    v_distinct bigint;
 BEGIN
     IF cardinality(p_batch_indexes) <> cardinality(p_offsets)
        OR cardinality(p_batch_sizes) <> cardinality(p_offsets) THEN
@@ -60,8 +59,8 @@ BEGIN
     -- One pass: each entry named read once, matched with the acknowledgements
     -- naming it. Usually the offsets are a run (the messages just fetched):
     -- one index range scan over them; sparse ones are looked up one by one.
-    SELECT min(o), max(o), count(DISTINCT o) INTO v_min, v_max, v_distinct FROM unnest(p_offsets) AS o;
-    IF v_max - v_min < 2 * v_distinct + 64 THEN
+    SELECT min(o), max(o) INTO v_min, v_max FROM unnest(p_offsets) AS o;
+    IF v_max - v_min < 2 * cardinality(p_offsets) + 64 THEN
         SELECT array_agg(coalesce(x.size, x.s, 1) ORDER BY x.n),
                array_agg(CASE WHEN coalesce(x.size, x.s, 1) <= 1 THEN -1 ELSE x.i END ORDER BY x.n),
                min(x.n) FILTER (WHERE x.o IS NULL OR x.o < 0 OR x.i IS NULL OR x.i < -1 OR x.s < 1
