@@ -56,7 +56,6 @@ CREATE OR REPLACE FUNCTION txnq.ack_shared_v4(
 LANGUAGE plpgsql AS $$
 DECLARE
     v_target record;
-    v_bad bigint;
     v_max bigint;
     v_conflict record;
     v_missing record;
@@ -80,12 +79,14 @@ BEGIN
             MESSAGE = format('ack_shared_v4: %s acknowledgements in one call; at most 100000', cardinality(p_offsets)),
             HINT = 'split the acknowledgement into several calls; nothing was acknowledged';
     END IF;
-    -- The first malformed message id, and the highest offset, in one pass.
-    SELECT min(u.n) FILTER (WHERE u.o IS NULL OR u.o < 0 OR u.i IS NULL OR u.i < -1), max(u.o)
-      INTO v_bad, v_max
-      FROM unnest(p_offsets, p_batch_indexes) WITH ORDINALITY AS u(o, i, n);
-    IF v_bad IS NOT NULL THEN
-        SELECT v_bad AS n, p_offsets[v_bad] AS o, p_batch_indexes[v_bad] AS i INTO v_missing;
+    -- Malformed message ids (array operators: no pass over the arrays unless
+    -- one is found).
+    IF array_position(p_offsets, NULL) IS NOT NULL OR array_position(p_batch_indexes, NULL) IS NOT NULL
+       OR 0 > ANY (p_offsets) OR -1 > ANY (p_batch_indexes) THEN
+        SELECT u.n, u.o, u.i INTO v_missing
+          FROM unnest(p_offsets, p_batch_indexes) WITH ORDINALITY AS u(o, i, n)
+         WHERE u.o IS NULL OR u.o < 0 OR u.i IS NULL OR u.i < -1
+         ORDER BY u.n LIMIT 1;
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('ack_shared_v4: acknowledgement %s (offset %s, batch index %s) is not a message id: '
                              'an offset is 0 or more, a batch index -1 (the whole entry) or 0 or more',
@@ -104,7 +105,8 @@ BEGIN
                              v_target.subscription_type),
             HINT = 'exclusive and failover subscriptions acknowledge with txnq.ack_v3';
     END IF;
-    IF v_max > v_target.readable_offset THEN
+    IF v_target.readable_offset < ANY (p_offsets) THEN
+        SELECT max(o) INTO v_max FROM unnest(p_offsets) AS o;
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = CASE WHEN v_max > v_target.high_watermark
                            THEN format('cannot acknowledge beyond offset %s of partition %s: nothing was '

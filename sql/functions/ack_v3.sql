@@ -104,7 +104,7 @@ BEGIN
     END IF;
     v_high_watermark := v_target.high_watermark;
     v_limit := v_target.readable_offset;
-    IF greatest(p_cumulative_offset, (SELECT max(o) FROM unnest(p_offsets) AS o)) > v_limit THEN
+    IF p_cumulative_offset > v_limit OR v_limit < ANY (p_offsets) THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = CASE WHEN greatest(p_cumulative_offset, (SELECT max(o) FROM unnest(p_offsets) AS o))
                                 > v_high_watermark

@@ -68,7 +68,7 @@ BEGIN
                              p_subscription_id, p_partition, p_topic_id),
             HINT = 'it was unsubscribed or its topic deleted; subscribe again';
     END IF;
-    IF (SELECT max(o) FROM unnest(p_offsets) AS o) > v_target.readable_offset THEN
+    IF v_target.readable_offset < ANY (p_offsets) THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = CASE WHEN (SELECT max(o) FROM unnest(p_offsets) AS o) > v_target.high_watermark
                            THEN format('cannot acknowledge beyond offset %s of partition %s: nothing was '
