@@ -19,12 +19,17 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+
+if TYPE_CHECKING:
+    from tests.helpers import Login
+
 
 POSTGRES_IMAGE = "postgres:18"
 DOCKER_PING_TIMEOUT_SECONDS = 3
@@ -192,3 +197,35 @@ def dsn(pg_server_dsn: str, template_database: str) -> Iterator[str]:
         yield dsn_for_database(pg_server_dsn, name)
     finally:
         _drop_database(pg_server_dsn, name)
+
+
+@pytest.fixture
+def make_login(dsn: str) -> Iterator[Callable[..., Login]]:
+    """``make_login("txnq_client")``: a new LOGIN role, a member of the given
+    group roles only (none: of no role), not a superuser. Roles belong to the
+    cluster and tests run in parallel: names are unique, and the roles are
+    dropped afterwards (they own nothing; their grants of txnq.topic_permissions
+    are rows, not privileges)."""
+    from tests.helpers import Login, drop_role, dsn_as_user
+
+    created: list[str] = []
+
+    def make(*groups: str, label: str | None = None) -> Login:
+        tag = label or (groups[0].removeprefix("txnq_") if groups else "nogroup")
+        name = f"txnq_test_{tag}_{uuid.uuid4().hex[:10]}"
+        password = uuid.uuid4().hex  # whether or not the server asks for one
+        statement = sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+            sql.Identifier(name), sql.Literal(password)
+        )
+        if groups:
+            statement = sql.SQL("{} IN ROLE {}").format(
+                statement, sql.SQL(", ").join(sql.Identifier(g) for g in groups)
+            )
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(statement)
+        created.append(name)
+        return Login(name, dsn_as_user(dsn, name, password))
+
+    yield make
+    for name in created:
+        drop_role(dsn, name)

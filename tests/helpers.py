@@ -8,10 +8,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql as pgsql
+from psycopg.conninfo import make_conninfo
 from txnq.workers.coordinator import CoordinatorWorker
 
 from txnq import Consumer, Message
@@ -94,3 +97,22 @@ def drop_role(dsn: str, name: str) -> None:
             (name,),
         )
         conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(name)))
+
+
+@dataclass(frozen=True)
+class Login:
+    """A LOGIN role made for one test: its name and a DSN that logs in as it."""
+
+    name: str
+    dsn: str
+
+
+def dsn_as_user(dsn: str, user: str, password: str) -> str:
+    """``dsn`` with another user and password (a URL stays a URL)."""
+    parts = urlsplit(dsn)
+    if parts.scheme in ("postgresql", "postgres"):
+        host = parts.netloc.rsplit("@", 1)[-1]
+        return urlunsplit(
+            parts._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}")
+        )
+    return make_conninfo(dsn, user=user, password=password)

@@ -136,7 +136,7 @@ def test_an_open_application_transaction_holds_no_lock_and_no_read_offset(
         with psycopg.connect(dsn, autocommit=True) as other:
             other.execute("SET lock_timeout = '200ms'")
             with pytest.raises(psycopg.errors.LockNotAvailable):
-                other.execute("SELECT * FROM txnq.append_v3(2, 0, NULL, NULL, NULL, '{x}')")
+                other.execute("SELECT * FROM txnq.append_v4(2, 0, NULL, NULL, NULL, '{x}')")
         conn.rollback()
 
         txn = txnq.attach(conn)
@@ -144,7 +144,7 @@ def test_an_open_application_transaction_holds_no_lock_and_no_read_offset(
         with psycopg.connect(dsn, autocommit=True) as other:
             other.execute("SET lock_timeout = '200ms'")
             other.execute(
-                "SELECT * FROM txnq.append_v3(%s, 0, NULL, NULL, NULL, '{direct}')",
+                "SELECT * FROM txnq.append_v4(%s, 0, NULL, NULL, NULL, '{direct}')",
                 (client.admin.get_topic("invoices").topic_id,),
             )
         producer.send(b"meanwhile")
@@ -177,7 +177,7 @@ def test_a_sql_trigger_produces_through_the_outbox(
         """
         CREATE FUNCTION public.order_created() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            PERFORM txnq.send_at_commit_v1('orders', convert_to(NEW.note, 'UTF8'),
+            PERFORM txnq.send_at_commit_v2('orders', convert_to(NEW.note, 'UTF8'),
                                            convert_to('order-' || NEW.id, 'UTF8'));
             RETURN NEW;
         END $$;
@@ -377,7 +377,7 @@ def test_partition_for_key_in_sql_routes_as_the_python_producer(dsn: str) -> Non
     for partitions in (1, 3, 16):
         rows = sql(
             dsn,
-            "SELECT txnq.partition_for_key_v1(k, %s) FROM unnest(%s::bytea[]) AS k",
+            "SELECT txnq.partition_for_key_v2(k, %s) FROM unnest(%s::bytea[]) AS k",
             (partitions, keys),
         )
         assert [r[0] for r in rows] == [zlib.crc32(k) % partitions for k in keys]

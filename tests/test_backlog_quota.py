@@ -131,11 +131,11 @@ def test_a_retry_of_a_written_batch_gets_its_offset_even_over_quota(
     client.subscribe("orders", "billing", initial_position="earliest", **FAST).close()
     [(producer_id, epoch)] = sql(
         dsn,
-        "SELECT DISTINCT producer_id, epoch FROM txnq.register_producer_v1(%s, 'p1')",
+        "SELECT DISTINCT producer_id, epoch FROM txnq.register_producer_v2(%s, 'p1')",
         (topic.topic_id,),
     )
     append = (
-        "SELECT entry_offset, duplicate FROM txnq.append_v3(%s, 0, %s, %s, %s, "
+        "SELECT entry_offset, duplicate FROM txnq.append_v4(%s, 0, %s, %s, %s, "
         "ARRAY[convert_to(repeat('x', 100), 'UTF8')])"
     )
     assert sql(dsn, append, (topic.topic_id, producer_id, epoch, 0)) == [(0, False)]

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import psycopg
 import pytest
 from typer.testing import CliRunner, Result
 
+from tests.helpers import Login
 from txnq.cli import app
 from txnq.embedded import EmbeddedServer
 from txnq.migrate import head_revision
@@ -126,6 +127,46 @@ def test_topics_update_cannot_shrink(dsn: str) -> None:
     ok("topics", "create", "orders", "--partitions", "3", "--dsn", dsn)
     assert_refused(
         txnq("topics", "update", "orders", "--partitions", "2", "--dsn", dsn), "can only grow"
+    )
+
+
+def test_topics_grant_revoke_and_permissions(dsn: str, make_login: Callable[..., Login]) -> None:
+    """docs/security.md: an admin grants a role produce on a topic; the role's
+    refusal before says which command to run."""
+    app_role = make_login("txnq_client", label="cli")
+    ok("topics", "create", "orders", "--dsn", dsn)
+    assert_refused(
+        txnq("produce", "orders", "-m", "no", "--dsn", app_role.dsn),
+        f"txnq topics grant orders --role {app_role.name} --action",
+    )
+    granted = ok_json(
+        *("topics", "grant", "orders", "--role", app_role.name, "--action", "produce"),
+        *("--action", "consume", "--dsn", dsn),
+    )
+    assert granted["added"] == 2
+    assert sorted(g["action"] for g in granted["grants"]) == ["consume", "produce"]
+    ok("topics", "grant", "team.", "--prefix", "--role", app_role.name, "-a", "admin", "--dsn", dsn)
+    ok("produce", "orders", "-m", "yes", "--dsn", app_role.dsn)
+
+    listed = ok_json("topics", "permissions", "orders", "--dsn", dsn)
+    assert [(g["resource"], g["kind"], g["action"]) for g in listed] == [
+        ("orders", "topic", "consume"),
+        ("orders", "topic", "produce"),
+    ]
+    table = ok("topics", "permissions", "--role", app_role.name, "--dsn", dsn).stdout
+    assert "team." in table and "prefix" in table and "orders" in table
+
+    assert ok_json(*("topics", "revoke", "orders", "--role", app_role.name, "--dsn", dsn)) == {
+        "removed": 2
+    }
+    assert_refused(
+        txnq("topics", "grant", "orders", "--role", "x'; DROP TABLE txnq.topics; --", "-a",
+             "produce", "--dsn", dsn),
+        "role name",
+    )  # fmt: skip
+    assert_refused(
+        txnq("topics", "grant", "orders", "--role", app_role.name, "-a", "own", "--dsn", dsn),
+        "unknown action",
     )
 
 

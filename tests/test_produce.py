@@ -34,7 +34,7 @@ def entry_count(dsn: str) -> int:
 def register_producer(dsn: str, topic_id: int, name: str) -> tuple[int, int]:
     """(producer_id, epoch) of a new producer session made with plain SQL."""
     rows = sql(
-        dsn, "SELECT producer_id, epoch FROM txnq.register_producer_v1(%s, %s)", (topic_id, name)
+        dsn, "SELECT producer_id, epoch FROM txnq.register_producer_v2(%s, %s)", (topic_id, name)
     )
     return rows[0][0], rows[0][1]
 

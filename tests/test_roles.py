@@ -13,54 +13,26 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import psycopg
 import pytest
 from psycopg import errors as pg_errors
-from psycopg import sql as pgsql
-from psycopg.conninfo import make_conninfo
 
 import txnq
-from tests.helpers import drop_role, receive_messages, sql_value
+from tests.helpers import Login, drop_role, dsn_as_user, receive_messages, sql_value
 from txnq import migrate
 
 FAST = {"poll_interval": 0.05}
-TXNQ_ROLES = ("txnq_admin", "txnq_client", "txnq_worker", "txnq_reader")
-
-
-def dsn_as_user(dsn: str, user: str, password: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.scheme in ("postgresql", "postgres"):
-        host = parts.netloc.rsplit("@", 1)[-1]
-        return urlunsplit(
-            parts._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}")
-        )
-    return make_conninfo(dsn, user=user, password=password)
+TXNQ_ROLES = ("txnq_admin", "txnq_client", "txnq_worker", "txnq_reader", "txnq_scheduler")
 
 
 @pytest.fixture
-def login_as(dsn: str) -> Iterator[Callable[[str], str]]:
+def login_as(make_login: Callable[..., Login]) -> Callable[[str], str]:
     """``login_as("txnq_client")``: the DSN of a new LOGIN role granted that role only."""
-    created: list[str] = []
-
-    def make(group: str) -> str:
-        name = f"txnq_test_{group.removeprefix('txnq_')}_{uuid.uuid4().hex[:10]}"
-        password = uuid.uuid4().hex  # whether or not the server asks for one
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {}").format(
-                    pgsql.Identifier(name), pgsql.Literal(password), pgsql.Identifier(group)
-                )
-            )
-        created.append(name)
-        return dsn_as_user(dsn, name, password)
-
-    yield make
-    for name in created:
-        drop_role(dsn, name)
+    return lambda group: make_login(group).dsn
 
 
 def denied(conn: psycopg.Connection, statements: list[str]) -> None:
@@ -88,21 +60,26 @@ def test_the_roles_exist_cannot_log_in_and_admin_owns_the_schema(dsn: str) -> No
         assert owners == [("txnq_admin",)]
 
 
-def test_txnq_client_produces_consumes_and_commits_but_cannot_change_the_schema(
-    dsn: str, login_as: Callable[[str], str]
+def test_txnq_client_produces_consumes_and_commits_through_functions_only(
+    dsn: str, make_login: Callable[..., Login]
 ) -> None:
-    client_dsn = login_as("txnq_client")
-    with txnq.Client(client_dsn) as client:
+    """An application role with grants on its topics (docs/security.md) does
+    everything through txnq's functions; it holds no privilege on any table."""
+    app = make_login("txnq_client")
+    with txnq.Client(dsn) as owner:
+        owner.admin.grant(app.name, prefix="orders", actions=["admin"])
+        owner.admin.grant(app.name, topic="results", actions=["admin"])
+    with txnq.Client(app.dsn) as client:
         client.admin.create_topic("orders", partitions=2)
         client.admin.create_topic("results")
         consumer = client.subscribe("orders", "billing", initial_position="earliest", **FAST)
+        # An append that finds the entry log full rolls it: DDL on txnq.entries
+        # through roll_entry_log_v2 (runs as its owner). Forcing a roll is the
+        # scheduler's (an application could make partitions without bound).
+        assert sql_value(dsn, "SELECT txnq.roll_entry_log_v2(true)") == 2
         with client.producer("orders") as producer:
             for i in range(4):
                 producer.send(f"m{i}", key=f"k{i}")
-        # An append that finds the entry log full rolls it: DDL on txnq.entries,
-        # which the client may do only through roll_entry_log_v1 (runs as its owner).
-        with psycopg.connect(client_dsn, autocommit=True) as conn:
-            assert conn.execute("SELECT txnq.roll_entry_log_v1(true)").fetchone() == (2,)
         messages = receive_messages(consumer, 4)
         with client.producer("results") as results:
             with client.new_transaction() as txn:
@@ -113,17 +90,20 @@ def test_txnq_client_produces_consumes_and_commits_but_cannot_change_the_schema(
         out = client.subscribe("results", "audit", initial_position="earliest", **FAST)
         assert sorted(m.value for m in receive_messages(out, 4)) == [b"m0", b"m1", b"m2", b"m3"]
 
-    # The rows landed in the entry log the client rolled to, a partition that
-    # txnq_admin created after the migration: default privileges granted it.
+    # The rows landed in the entry log rolled to, a partition that txnq_admin
+    # created after the migration: no default privilege hands it to the client.
     assert sql_value(dsn, "SELECT count(*) FROM txnq.entries_000002") >= 5
-    with psycopg.connect(client_dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM txnq.entries_000002").fetchone()[0] >= 5
-        assert conn.execute("SELECT tc_count FROM txnq.config").fetchone() == (16,)
+    with psycopg.connect(app.dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT tc_count FROM txnq.txn_limits_v1()").fetchone() == (16,)
         denied(
             conn,
             [
+                "SELECT count(*) FROM txnq.entries_000002",
+                "SELECT tc_count FROM txnq.config",
+                "UPDATE txnq.transactions SET state = 'COMMITTED' WHERE state = 'ABORTED'",
+                "UPDATE txnq.cursors SET mark_delete_offset = mark_delete_offset + 1",
+                "DELETE FROM txnq.subscriptions",
                 "DROP TABLE txnq.entries",
-                "DROP TABLE txnq.entries_000002",
                 "TRUNCATE txnq.topics",
                 "ALTER TABLE txnq.topics ADD COLUMN x integer",
                 "CREATE TABLE txnq.mine (x integer)",
@@ -131,13 +111,19 @@ def test_txnq_client_produces_consumes_and_commits_but_cannot_change_the_schema(
                 "DROP FUNCTION txnq.append_v3",
                 "CREATE OR REPLACE FUNCTION txnq.f() RETURNS integer LANGUAGE sql AS 'SELECT 1'",
                 "ALTER TABLE txnq.entries DETACH PARTITION txnq.entries_000001",
-                "UPDATE txnq.config SET tc_count = 1",  # server settings: migrate's
+                "UPDATE txnq.config SET tc_count = 1",
                 "UPDATE txnq.alembic_version SET version_num = '0001'",
                 "SELECT txnq.grant_roles_v1()",
+                "SELECT txnq.grant_roles_v2()",
                 "SELECT txnq.compaction_begin_v1(1)",  # the scheduler's, not a client's
+                "SELECT txnq.abort_timed_out_v1(10)",
+                "SELECT txnq.authorize_v1(1, 'admin')",  # internal helpers: no EXECUTE
             ],
         )
-        assert conn.execute("SELECT version_num FROM txnq.alembic_version").fetchone() == (
+        with pytest.raises(psycopg.Error) as forced:
+            conn.execute("SELECT txnq.roll_entry_log_v2(true)")
+        assert forced.value.sqlstate == "TQ018"
+        assert conn.execute("SELECT txnq.schema_revision_v1()").fetchone() == (
             migrate.head_revision(),
         )
 
@@ -166,15 +152,21 @@ def test_txnq_reader_reads_views_and_cannot_insert(
     assert sql_value(dsn, "SELECT count(*) FROM txnq.topics") == 1
 
 
-def test_txnq_worker_publishes_settings_but_cannot_change_the_schema(
+def test_txnq_worker_runs_the_marker_phase_and_nothing_of_the_lifecycle(
     dsn: str, login_as: Callable[[str], str]
 ) -> None:
     with psycopg.connect(login_as("txnq_worker"), autocommit=True) as conn:
-        conn.execute("UPDATE txnq.config SET updated_at = now()")
-        conn.execute("SELECT * FROM txnq.abort_timed_out_v1(10)")
+        conn.execute("SELECT * FROM txnq.coordinator_decided_v1(ARRAY[0, 1], 0, 10)")
+        conn.execute("SELECT count(*) FROM txnq.transactions")  # and the metrics' reads
         denied(
             conn,
             [
+                "UPDATE txnq.config SET updated_at = now()",  # the scheduler publishes settings
+                "SELECT * FROM txnq.abort_timed_out_v1(10)",
+                "SELECT txnq.compaction_begin_v1(1)",
+                "SELECT txnq.roll_entry_log_v2(false)",
+                "SELECT * FROM txnq.expire_ttl_v1(1)",
+                "UPDATE txnq.transactions SET state = 'COMMITTED'",
                 "DROP TABLE txnq.transactions",
                 "CREATE TABLE txnq.mine (x integer)",
                 "UPDATE txnq.alembic_version SET version_num = '0001'",
@@ -182,14 +174,39 @@ def test_txnq_worker_publishes_settings_but_cannot_change_the_schema(
         )
 
 
+def test_txnq_scheduler_publishes_settings_and_runs_the_lifecycle_only(
+    dsn: str, login_as: Callable[[str], str]
+) -> None:
+    with psycopg.connect(login_as("txnq_scheduler"), autocommit=True) as conn:
+        conn.execute("UPDATE txnq.config SET updated_at = now()")
+        conn.execute("SELECT * FROM txnq.abort_timed_out_v1(10)")
+        assert conn.execute("SELECT txnq.roll_entry_log_v2(true)").fetchone() == (2,)
+        denied(
+            conn,
+            [
+                "SELECT * FROM txnq.complete_txn_v1(0, 1)",  # the coordinator's
+                "SELECT * FROM txnq.open_txn_v1(0, 10)",  # the applications'
+                "UPDATE txnq.transactions SET state = 'COMMITTED'",
+                "SELECT payloads FROM txnq.entries",
+                "DROP TABLE txnq.transactions",
+                "CREATE TABLE txnq.mine (x integer)",
+            ],
+        )
+
+
 def test_objects_of_a_later_revision_are_granted_by_the_next_migrate(
     dsn: str, login_as: Callable[[str], str]
 ) -> None:
-    """What revision 0008+ adds needs no grants of its own: migrate grants it."""
+    """What a later revision adds needs no grants of its own: migrate makes a
+    new function SECURITY DEFINER and grants it to the applications, keeps
+    every table from them, and shows a new view to the reader."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE txnq.later_feature (id bigserial PRIMARY KEY, note text)")
         conn.execute("CREATE VIEW txnq.later_status AS SELECT count(*) AS n FROM txnq.topics")
-        conn.execute("CREATE FUNCTION txnq.later_v1() RETURNS integer LANGUAGE sql AS 'SELECT 42'")
+        conn.execute(
+            "CREATE FUNCTION txnq.later_v1() RETURNS bigint LANGUAGE sql"
+            " AS 'SELECT count(*) FROM txnq.later_feature'"
+        )
     migrate.upgrade(dsn)  # at head already: only the grants run
     assert (
         sql_value(
@@ -200,12 +217,18 @@ def test_objects_of_a_later_revision_are_granted_by_the_next_migrate(
         == "txnq_admin"
     )
     with psycopg.connect(login_as("txnq_client"), autocommit=True) as conn:
-        conn.execute("INSERT INTO txnq.later_feature (note) VALUES ('ok')")
-        assert conn.execute("SELECT txnq.later_v1()").fetchone() == (42,)
-        denied(conn, ["DROP TABLE txnq.later_feature"])
+        assert conn.execute("SELECT txnq.later_v1()").fetchone() == (0,)
+        denied(
+            conn,
+            [
+                "INSERT INTO txnq.later_feature (note) VALUES ('no')",
+                "SELECT * FROM txnq.later_feature",
+                "DROP TABLE txnq.later_feature",
+            ],
+        )
     with psycopg.connect(login_as("txnq_reader"), autocommit=True) as conn:
         assert conn.execute("SELECT n FROM txnq.later_status").fetchone() == (0,)
-        denied(conn, ["SELECT * FROM txnq.later_feature"])
+        denied(conn, ["SELECT * FROM txnq.later_feature", "SELECT txnq.later_v1()"])
 
 
 def test_the_compose_init_script_creates_a_least_privilege_coordinator_login(dsn: str) -> None:

@@ -32,7 +32,7 @@ def one(conn: psycopg.Connection[Any], query: str, params: Any = None) -> Any:
 
 def create_topic(conn: psycopg.Connection[Any], name: str, partitions: int = 1) -> int:
     return int(
-        one(conn, "SELECT txnq.create_topic_v1(%s, %s, 0, 0, NULL, 1024)", (name, partitions))
+        one(conn, "SELECT txnq.create_topic_v2(%s, %s, 0, 0, NULL, 1024)", (name, partitions))
     )
 
 
@@ -183,27 +183,35 @@ def test_plain_sql_appends_atomically_with_the_callers_own_tables(
 @pytest.fixture
 def world(conn: psycopg.Connection[Any]) -> dict[str, int]:
     """A topic 'orders' (2 partitions, 1 KiB messages) with one message, a
-    subscription 'billing' with a live consumer, and a producer 'p1'."""
+    subscription 'billing' with a live consumer, a producer 'p1', a producer
+    'p-fenced' whose first session a second one fenced, and a transactional
+    id 'stale-id' whose session 0 a session 1 fenced."""
     topic_id = create_topic(conn, "orders", partitions=2)
     subscription_id = subscribe(conn, topic_id, "billing")
     consumer_id = one(conn, "SELECT txnq.register_consumer_v1(%s, 'c1', 0, 60)", (subscription_id,))
     ((producer_id, epoch),) = conn.execute(
-        "SELECT DISTINCT producer_id, epoch FROM txnq.register_producer_v1(%s, 'p1')", (topic_id,)
+        "SELECT DISTINCT producer_id, epoch FROM txnq.register_producer_v2(%s, 'p1')", (topic_id,)
     ).fetchall()
+    for _ in range(2):
+        ((fenced_producer_id,),) = conn.execute(
+            "SELECT DISTINCT producer_id FROM txnq.register_producer_v2(%s, 'p-fenced')",
+            (topic_id,),
+        ).fetchall()
+        conn.execute("SELECT * FROM txnq.init_transactional_id_v2('stale-id')")
     conn.execute(
         "SELECT * FROM txnq.append_v1(%s, 0, %s, %s, 0, ARRAY['first']::bytea[])",
         (topic_id, producer_id, epoch),
     )
     # Transactions: one open that holds a pending ack of offset 0, one ended,
     # one past its timeout.
-    open_txn = "SELECT tc_id, txn_seq FROM txnq.open_txn_v1(0, %s)"
+    open_txn = "SELECT tc_id, txn_seq FROM txnq.open_txn_v2(0, %s)"
     ((open_tc, open_seq),) = conn.execute(open_txn, (60,)).fetchall()
     conn.execute(
         "SELECT txnq.ack_v2(%s, 0, %s, NULL, ARRAY[0], ARRAY[-1], ARRAY[1], NULL, NULL, %s, %s)",
         (topic_id, subscription_id, open_tc, open_seq),
     )
     ((ended_tc, ended_seq),) = conn.execute(open_txn, (60,)).fetchall()
-    conn.execute("SELECT * FROM txnq.end_txn_v1(%s, %s, false)", (ended_tc, ended_seq))
+    conn.execute("SELECT * FROM txnq.end_txn_v2(%s, %s, false)", (ended_tc, ended_seq))
     ((late_tc, late_seq),) = conn.execute(open_txn, (0.001,)).fetchall()
     # Backlog quota: a topic per producer policy whose subscription holds one
     # 2-byte message, over a 1-byte quota, as the periodic check recorded it.
@@ -217,7 +225,7 @@ def world(conn: psycopg.Connection[Any]) -> dict[str, int]:
         )
         subscribe(conn, quota_topic, "slow")
         conn.execute(
-            "SELECT * FROM txnq.append_v3(%s, 0, NULL, NULL, NULL, ARRAY['xy']::bytea[])",
+            "SELECT * FROM txnq.append_v4(%s, 0, NULL, NULL, NULL, ARRAY['xy']::bytea[])",
             (quota_topic,),
         )
         conn.execute("SELECT * FROM txnq.check_backlog_quota_v1(%s)", (quota_topic,))
@@ -230,6 +238,7 @@ def world(conn: psycopg.Connection[Any]) -> dict[str, int]:
         "consumer_id": consumer_id,
         "producer_id": producer_id,
         "epoch": epoch,
+        "fenced_producer_id": fenced_producer_id,
         "open_tc": open_tc,
         "open_seq": open_seq,
         "ended_tc": ended_tc,
@@ -242,15 +251,15 @@ def world(conn: psycopg.Connection[Any]) -> dict[str, int]:
 APPEND = "SELECT * FROM txnq.append_v1(%(topic_id)s, "
 SUBSCRIBE = "SELECT txnq.subscribe_v1(%(topic_id)s, "
 TXN_APPEND = (
-    "SELECT * FROM txnq.append_v2(%(topic_id)s, 1, NULL, NULL, NULL, ARRAY['x']::bytea[], "
+    "SELECT * FROM txnq.append_v4(%(topic_id)s, 1, NULL, NULL, NULL, ARRAY['x']::bytea[], "
     "NULL, NULL, NULL, "
 )
 # name: (SQLSTATE, statement); %(name)s placeholders come from the `world` fixture.
 ERRORS = {
-    "topic-exists": ("TQ010", "SELECT txnq.create_topic_v1('orders', 1, 0, 0, NULL, 1024)"),
-    "bad-topic-name": ("TQ005", "SELECT txnq.create_topic_v1('no spaces', 1, 0, 0, NULL, 1024)"),
-    "zero-partitions": ("TQ005", "SELECT txnq.create_topic_v1('t', 0, 0, 0, NULL, 1024)"),
-    "zero-max-message-bytes": ("TQ005", "SELECT txnq.create_topic_v1('t', 1, 0, 0, NULL, 0)"),
+    "topic-exists": ("TQ010", "SELECT txnq.create_topic_v2('orders', 1, 0, 0, NULL, 1024)"),
+    "bad-topic-name": ("TQ005", "SELECT txnq.create_topic_v2('no spaces', 1, 0, 0, NULL, 1024)"),
+    "zero-partitions": ("TQ005", "SELECT txnq.create_topic_v2('t', 0, 0, 0, NULL, 1024)"),
+    "zero-max-message-bytes": ("TQ005", "SELECT txnq.create_topic_v2('t', 1, 0, 0, NULL, 0)"),
     "append-unknown-topic": (
         "TQ001",
         "SELECT * FROM txnq.append_v1(999, 0, NULL, NULL, NULL, ARRAY['x']::bytea[])",
@@ -271,7 +280,7 @@ ERRORS = {
     ),
     "append-wrong-epoch": (
         "TQ002",
-        APPEND + "0, %(producer_id)s, %(epoch)s + 1, 1, ARRAY['x']::bytea[])",
+        APPEND + "0, %(fenced_producer_id)s, 0, 0, ARRAY['x']::bytea[])",
     ),
     "subscribe-unknown-topic": (
         "TQ001",
@@ -297,10 +306,10 @@ ERRORS = {
         "SELECT txnq.register_consumer_v1(999, 'c2', 0, 60)",
     ),
     "heartbeat-expired": ("TQ009", "SELECT * FROM txnq.heartbeat_consumer_v1(999, 60)"),
-    "producer-unknown-topic": ("TQ001", "SELECT * FROM txnq.register_producer_v1(999, 'p2')"),
+    "producer-unknown-topic": ("TQ001", "SELECT * FROM txnq.register_producer_v2(999, 'p2')"),
     "bad-producer-name": (
         "TQ005",
-        "SELECT * FROM txnq.register_producer_v1(%(topic_id)s, 'no spaces')",
+        "SELECT * FROM txnq.register_producer_v2(%(topic_id)s, 'no spaces')",
     ),
     "fetch-unknown-subscription": (
         "TQ006",
@@ -313,10 +322,10 @@ ERRORS = {
     "ack-unknown-subscription": ("TQ006", "SELECT txnq.ack_v1(%(topic_id)s, 0, 999, NULL)"),
     "seek-nowhere": ("TQ005", "SELECT txnq.seek_v1(%(topic_id)s, 0, %(subscription_id)s)"),
     "seek-unknown-subscription": ("TQ006", "SELECT txnq.seek_v1(%(topic_id)s, 0, 999, 0)"),
-    "shrink-topic": ("TQ005", "SELECT txnq.add_partitions_v1(%(topic_id)s, 1)"),
-    "grow-unknown-topic": ("TQ001", "SELECT txnq.add_partitions_v1(999, 3)"),
-    "delete-unknown-topic": ("TQ001", "SELECT txnq.delete_topic_v1(999)"),
-    "delete-busy-topic": ("TQ011", "SELECT txnq.delete_topic_v1(%(topic_id)s)"),
+    "shrink-topic": ("TQ005", "SELECT txnq.add_partitions_v2(%(topic_id)s, 1)"),
+    "grow-unknown-topic": ("TQ001", "SELECT txnq.add_partitions_v2(999, 3)"),
+    "delete-unknown-topic": ("TQ001", "SELECT txnq.delete_topic_v2(999)"),
+    "delete-busy-topic": ("TQ011", "SELECT txnq.delete_topic_v2(%(topic_id)s)"),
     "unsubscribe-busy": ("TQ007", "SELECT txnq.unsubscribe_v1(%(subscription_id)s)"),
     "unsubscribe-unknown": ("TQ006", "SELECT txnq.unsubscribe_v1(999)"),
     "ack-pending-in-a-transaction": (
@@ -329,25 +338,25 @@ ERRORS = {
     "append-to-timed-out-transaction": ("TQ015", TXN_APPEND + "%(late_tc)s, %(late_seq)s)"),
     "bind-to-stale-epoch": (
         "TQ002",
-        "SELECT txnq.bind_txn_v1(%(open_tc)s, %(open_seq)s, 'never-started', 0)",
+        "SELECT txnq.bind_txn_v2(%(open_tc)s, %(open_seq)s, 'stale-id', 0)",
     ),
-    "transaction-timeout-too-long": ("TQ005", "SELECT * FROM txnq.open_txn_v1(0, 1e9)"),
-    "unknown-coordinator": ("TQ005", "SELECT * FROM txnq.open_txn_v1(70000, 60)"),
+    "transaction-timeout-too-long": ("TQ005", "SELECT * FROM txnq.open_txn_v2(0, 1e9)"),
+    "unknown-coordinator": ("TQ005", "SELECT * FROM txnq.open_txn_v2(70000, 60)"),
     "end-with-bad-reason": (
         "TQ005",
-        "SELECT * FROM txnq.end_txn_v1(%(open_tc)s, %(open_seq)s, true, 'because')",
+        "SELECT * FROM txnq.end_txn_v2(%(open_tc)s, %(open_seq)s, true, 'because')",
     ),
     "send-at-commit-unknown-topic": (
         "TQ001",
-        "SELECT txnq.send_at_commit_v1('no-such-topic', 'x')",
+        "SELECT txnq.send_at_commit_v2('no-such-topic', 'x')",
     ),
     "stage-send-too-large": (
         "TQ004",
-        "SELECT txnq.stage_send_v1(%(topic_id)s, 0, ARRAY[convert_to(repeat('x', 1025), 'UTF8')])",
+        "SELECT txnq.stage_send_v2(%(topic_id)s, 0, ARRAY[convert_to(repeat('x', 1025), 'UTF8')])",
     ),
     "stage-send-over-backlog-quota": (
         "TQ016",
-        "SELECT txnq.stage_send_v1(%(producer_hold_topic_id)s, 0, ARRAY['x']::bytea[])",
+        "SELECT txnq.stage_send_v2(%(producer_hold_topic_id)s, 0, ARRAY['x']::bytea[])",
     ),
     "stage-ack-pending-in-a-transaction": (
         "TQ012",
@@ -359,13 +368,23 @@ ERRORS = {
     ),
     "append-over-backlog-quota": (
         "TQ016",
-        "SELECT * FROM txnq.append_v3(%(producer_error_topic_id)s, 0, NULL, NULL, NULL, "
+        "SELECT * FROM txnq.append_v4(%(producer_error_topic_id)s, 0, NULL, NULL, NULL, "
         "ARRAY['x']::bytea[])",
     ),
     "append-held-by-backlog-quota": (
         "TQ017",
-        "SELECT * FROM txnq.append_v3(%(producer_hold_topic_id)s, 0, NULL, NULL, NULL, "
+        "SELECT * FROM txnq.append_v4(%(producer_hold_topic_id)s, 0, NULL, NULL, NULL, "
         "ARRAY['x']::bytea[])",
+    ),
+    # Permissions (docs/security.md): the test logs in as a superuser, which
+    # passes every check; SET ROLE makes the rest of the block another role's.
+    "no-grant-on-the-topic": (
+        "TQ018",
+        "DO $$ BEGIN SET LOCAL ROLE txnq_client; PERFORM txnq.topic_by_name_v1('orders'); END $$",
+    ),
+    "function-of-another-txnq-role": (
+        "42501",
+        "DO $$ BEGIN SET LOCAL ROLE txnq_reader; PERFORM txnq.open_txn_v1(0, 10); END $$",
     ),
 }
 

@@ -530,7 +530,7 @@ def test_a_worker_finishes_a_transaction_whose_client_died_after_the_decision(
     for i in range(4):
         producer.send(f"d{i}", partition=i, txn=txn)
     # The decision only, as a client that dies right after it leaves things.
-    sql(dsn, "SELECT * FROM txnq.end_txn_v1(%s, %s, true)", tuple(txn.txn_id))
+    sql(dsn, "SELECT * FROM txnq.end_txn_v2(%s, %s, true)", tuple(txn.txn_id))
     wait_until(lambda: txn_state(dsn, txn) == "COMMITTED", what="the worker completes it")
     assert len(receive_messages(reader, 4)) == 4
 

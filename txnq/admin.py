@@ -7,6 +7,7 @@ txnq SQL function or named query.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,9 @@ from txnq.errors import (
     TransactionError,
     TransactionNotFoundError,
 )
+from txnq.messages import MAX_OFFSET, check_time
 from txnq.names import validate_name
+from txnq.permissions import TopicPermission, parse_actions, target, validate_role
 from txnq.queries import QUERIES
 from txnq.transaction import TxnId
 
@@ -257,6 +260,12 @@ def _quota_params(
     }
 
 
+def _flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{what} must be True or False, not {value!r}")
+    return value
+
+
 def _check_partitions(partitions: object) -> int:
     if isinstance(partitions, bool) or not isinstance(partitions, int):
         raise InvalidArgumentError(f"partitions must be an int, not {type(partitions).__name__}")
@@ -434,8 +443,64 @@ class Admin:
     def delete_topic(self, name: str, *, force: bool = False) -> None:
         """Delete a topic; refused while a subscription has a backlog or a
         consumer is connected, unless ``force``."""
+        forced = _flag(force, "force")
         topic = self.get_topic(name)
-        self._client.execute("delete_topic", {"topic_id": topic.topic_id, "force": bool(force)})
+        self._client.execute("delete_topic", {"topic_id": topic.topic_id, "force": forced})
+
+    # -- permissions (docs/security.md) ------------------------------------
+
+    def grant(
+        self,
+        role: str,
+        *,
+        topic: str | None = None,
+        prefix: str | None = None,
+        actions: str | Iterable[str],
+    ) -> int:
+        """Allow ``role`` to ``actions`` (produce, consume, admin; admin
+        includes the other two) the topic ``topic``, or every topic whose name
+        starts with ``prefix`` (topics created later included). The topic need
+        not exist yet. Returns how many grants were added."""
+        resource, is_prefix = target(topic, prefix)
+        params = {
+            "role": validate_role(role),
+            "resource": resource,
+            "is_prefix": is_prefix,
+            "actions": parse_actions(actions),
+        }
+        return int(self._client.query("grant_topic_permission", params)[0]["added"])
+
+    def revoke(
+        self,
+        role: str,
+        *,
+        topic: str | None = None,
+        prefix: str | None = None,
+        actions: str | Iterable[str] | None = None,
+    ) -> int:
+        """Take back grants of :meth:`grant`: those of ``role`` on exactly
+        that topic or prefix, for ``actions`` (None: all). Returns how many
+        were removed."""
+        resource, is_prefix = target(topic, prefix)
+        params = {
+            "role": validate_role(role),
+            "resource": resource,
+            "is_prefix": is_prefix,
+            "actions": parse_actions(actions, allow_none=True),
+        }
+        return int(self._client.query("revoke_topic_permission", params)[0]["removed"])
+
+    def permissions(
+        self, *, role: str | None = None, topic: str | None = None
+    ) -> list[TopicPermission]:
+        """The grants the caller may see (admins: all; a role: its own and
+        those on topics it administers); only ``role``'s, and only those that
+        apply to ``topic`` (its own and every prefix it falls under), when given."""
+        params = {
+            "role": None if role is None else validate_role(role),
+            "topic": None if topic is None else validate_name(topic, "topic"),
+        }
+        return [TopicPermission(**row) for row in self._client.query("topic_permissions", params)]
 
     # -- subscriptions ------------------------------------------------------
 
@@ -496,12 +561,11 @@ class Admin:
 
     def delete_subscription(self, topic: str, name: str, *, force: bool = False) -> None:
         """Delete a subscription; refused while consumers are connected unless ``force``."""
+        forced = _flag(force, "force")
         info = self.get_topic(topic)
         sub = self._subscription(info, name)
-        self._client.execute(
-            "unsubscribe",
-            {"subscription_id": sub["subscription_id"], "except_consumer_id": None, "force": force},
-        )
+        params = {"subscription_id": sub["subscription_id"], "except_consumer_id": None}
+        self._client.execute("unsubscribe", {**params, "force": forced})
 
     # -- transactions --------------------------------------------------------
 
@@ -602,10 +666,10 @@ def seek_target(to: object) -> tuple[int | None, datetime | None]:
     if isinstance(to, datetime):
         if to.tzinfo is None:
             raise InvalidArgumentError("a seek time must be timezone-aware")
-        return None, to
+        return None, check_time(to, "a seek time")
     if isinstance(to, int) and not isinstance(to, bool):
-        if to < 0:
-            raise InvalidArgumentError(f"an offset is >= 0, got {to}")
+        if not 0 <= to <= MAX_OFFSET:
+            raise InvalidArgumentError(f"an offset is >= 0 and < 2**63, got {to}")
         return to, None
     raise InvalidArgumentError(
         "seek target must be 'earliest', 'latest', an offset or a datetime, "
@@ -614,5 +678,6 @@ def seek_target(to: object) -> tuple[int | None, datetime | None]:
 
 
 def _txn_key(txn_id: TxnId | str | int) -> dict[str, int]:
-    parsed = txn_id if isinstance(txn_id, TxnId) else TxnId.parse(txn_id)
-    return {"txn_tc": parsed.tc_id, "txn_seq": parsed.seq}
+    parsed = TxnId.parse(txn_id) if not isinstance(txn_id, TxnId) else txn_id
+    checked = TxnId._checked(parsed.tc_id, parsed.seq)  # a TxnId made by hand may hold anything
+    return {"txn_tc": checked.tc_id, "txn_seq": checked.seq}

@@ -60,6 +60,7 @@ from txnq.client import ClientBase
 from txnq.consumer import Backoff, ConsumerBase, DeadLetterPolicy, _ensure_topic
 from txnq.durations import Duration, parse_duration
 from txnq.messages import Message, MessageId
+from txnq.options import CONSUMER_OPTIONS, PRODUCER_OPTIONS, checked_options
 from txnq.plans import AsyncIO, Plan, arun
 from txnq.producer import (
     PendingSend,
@@ -90,43 +91,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-#: The options of ``client.producer`` and their defaults (as the sync Producer's).
-PRODUCER_OPTIONS: dict[str, Any] = {
-    "batching_max_messages": 1000,
-    "batching_max_bytes": 128 * 1024,
-    "batching_max_delay": "5ms",
-    "max_pending_messages": 100_000,
-    "send_timeout": "30s",
-    "routing_mode": "key_hash",
-    "encoding": "utf-8",
-    "transactional_id": None,
-}
-#: The options of ``client.subscribe`` and their defaults (as the sync Consumer's).
-CONSUMER_OPTIONS: dict[str, Any] = {
-    "initial_position": "latest",
-    "isolation": "read_committed",
-    "consumer_name": None,
-    "priority": 0,
-    "receiver_queue_size": 1000,
-    "negative_ack_redelivery_delay": "1m",
-    "lease": None,
-    "poll_interval": None,
-    "ack_timeout": None,
-    "negative_ack_backoff": None,
-    "dead_letter_policy": None,
-    "retry_enable": False,
-}
 #: Idle pooled connections a client keeps for transactions and control calls.
 POOL_IDLE = 4
-
-
-def _options(defaults: dict[str, Any], given: dict[str, Any], what: str) -> dict[str, Any]:
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise errors.InvalidArgumentError(
-            f"unknown {what} option(s) {', '.join(unknown)}: use {', '.join(sorted(defaults))}"
-        )
-    return {**defaults, **given}
 
 
 async def _connect(dsn: str, application_name: str) -> psycopg.AsyncConnection[Any]:
@@ -190,7 +156,7 @@ class Client(ClientBase):
     def __init__(
         self, dsn: str | None = None, *, settings: Settings | None = None, **overrides: Any
     ) -> None:
-        self._check_dsn(dsn)
+        self._check_dsn(dsn, settings)
         self._args = (dsn, settings, overrides)
         self._sync: SyncClient | None = None
         self._idle: deque[psycopg.AsyncConnection[Any]] = deque()
@@ -209,10 +175,10 @@ class Client(ClientBase):
 
     async def open(self) -> None:
         """Connect: check the schema, start the embedded server if needed. Idempotent."""
-        if self._sync is not None:
-            return
         if self._closed:
             raise errors.ClosedError("the client is closed: create a new txnq.aio.Client")
+        if self._sync is not None:
+            return
         dsn, settings, overrides = self._args
         self._sync = await asyncio.to_thread(SyncClient, dsn, settings=settings, **overrides)
         self.settings = self._sync.settings
@@ -382,7 +348,7 @@ class Producer(ProducerBase):
         self._client = client
         info = await client.admin.get_topic(topic)
         transactional_id = self._configure(
-            client.settings, info, name, **_options(PRODUCER_OPTIONS, options, "producer")
+            client.settings, info, name, **checked_options(PRODUCER_OPTIONS, options, "producer")
         )
         self._conn = None
         self._io = AsyncIO(self._connection, self._reconnect)
@@ -534,6 +500,7 @@ class Producer(ProducerBase):
             self._client._forget(self)
 
     async def __aenter__(self) -> Producer:
+        self._check_usable()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -666,7 +633,7 @@ class Consumer(ConsumerBase):
         options: dict[str, Any],
     ) -> Consumer:
         client._check_open()
-        given = _options(CONSUMER_OPTIONS, options, "subscribe")
+        given = checked_options(CONSUMER_OPTIONS, options, "subscribe")
         if given["retry_enable"]:
             raise errors.InvalidArgumentError(
                 "retry_enable (reconsume_later) is in the sync client only: subscribe with "
@@ -790,8 +757,7 @@ class Consumer(ConsumerBase):
         commits each batch's acks in one PostgreSQL transaction with what the
         loop body wrote on ``conn`` (a psycopg ``AsyncConnection``); see
         :func:`process`."""
-        if self._shared:
-            raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
+        self._check_process()
         return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
 
     async def seek(
@@ -829,6 +795,7 @@ class Consumer(ConsumerBase):
         self._client._forget(self)
 
     async def __aenter__(self) -> Consumer:
+        self._check_usable()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -914,6 +881,7 @@ class Transaction(TransactionBase):
     async def commit(self, *, wait: bool = True) -> None:
         """Commit: flush this transaction's queued sends, write the decision and
         (``wait=True``) run the marker phase (see ``txnq.Transaction.commit``)."""
+        self._check_wait(wait)
         async with self._lock:
             if self._state in ("ABORTED", "ABORTING"):
                 self._rewind_consumers()  # the system aborted it (timeout, fencing)
@@ -933,6 +901,7 @@ class Transaction(TransactionBase):
             await self._run(self._end_plan(commit=False, wait=True))
 
     async def __aenter__(self) -> Transaction:
+        self._check_open()
         return self
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -973,7 +942,8 @@ class AttachedTransaction(AttachedBase):
         self._io = AsyncIO(self._current, _no_reconnect)
 
     async def _current(self) -> psycopg.AsyncConnection[Any]:
-        return self.connection
+        conn: psycopg.AsyncConnection[Any] = self._joined_connection()
+        return conn
 
     async def send(
         self,
@@ -1005,8 +975,7 @@ class AttachedTransaction(AttachedBase):
         return self
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._exit()
-        if self._state != "OPEN":
+        if not self._exit(exc_type is not None):
             return
         if exc_type is None:
             await self.commit()
@@ -1052,7 +1021,7 @@ def attach(connection: object, *, client: Client | None = None) -> AttachedTrans
     if (
         isinstance(active, AttachedTransaction)
         and active.connection is connection
-        and active._state == "OPEN"
+        and active._usable()
     ):
         return active
     return AttachedTransaction(connection, client=client)

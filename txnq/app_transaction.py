@@ -7,10 +7,10 @@ psycopg 3 connection, a SQLAlchemy ``Connection`` or ``Session``) gives an
 :class:`AttachedTransaction`. Everything it does runs on ``conn``:
 
 - ``producer.send_async(..., txn=txn)`` and ``txn.send(topic, ...)`` *stage*
-  messages (``txnq.stage_send_v1``): no offset is taken, no head row locked;
+  messages (``txnq.stage_send_v2``): no offset is taken, no head row locked;
 - ``consumer.acknowledge(msg, txn=txn)`` stages acks (``txnq.stage_ack_v1``),
   checking that nobody acknowledged the messages yet;
-- ``txn.commit()`` publishes what was staged (``txnq.publish_staged_v1``): one
+- ``txn.commit()`` publishes what was staged (``txnq.publish_staged_v2``): one
   append per partition, the acks applied strictly under the cursor lock. A
   deferred trigger runs the same function inside the caller's COMMIT, so
   whatever was staged is published even when ``txn.commit()`` is not called.
@@ -42,9 +42,16 @@ from psycopg.pq import TransactionStatus
 
 from txnq import errors
 from txnq.durations import Duration, parse_duration
-from txnq.messages import MessageId, encode_key, encode_payload, encode_properties
+from txnq.messages import (
+    MAX_PARTITION,
+    MessageId,
+    encode_key,
+    encode_payload,
+    encode_properties,
+)
+from txnq.names import validate_name
 from txnq.plans import Batch, Call, Plan, SyncIO, run
-from txnq.producer import PendingSend, SendCallback
+from txnq.producer import PendingSend, SendCallback, result_timeout
 from txnq.storage import libpq_dsn
 
 if TYPE_CHECKING:
@@ -130,7 +137,9 @@ class StagedSend(PendingSend):
     """What ``send_async(..., txn=attached)`` returns: ``result()`` gives the
     MessageId once ``txn.commit()`` has published the message. (When the
     caller commits without ``txn.commit()``, the deferred trigger publishes
-    it but the offset is not reported back: ``result()`` then times out.)"""
+    it but the offset is not reported back: ``result()`` raises
+    TransactionEndedError once the transaction is used again, else it times
+    out.)"""
 
     __slots__ = ("_staged",)
 
@@ -142,7 +151,7 @@ class StagedSend(PendingSend):
 
     def result(self, timeout: float | None = None) -> MessageId:
         try:
-            offset, first = self._staged.future.result(timeout)
+            offset, first = self._staged.future.result(result_timeout(timeout))
         except TimeoutError:
             raise errors.TimeoutError(
                 "the message is staged in an application transaction: its offset is known once "
@@ -159,7 +168,13 @@ class StagedSend(PendingSend):
         return MessageId(self._topic, self._partition, offset, first + self._index)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        return self._staged.future.exception(timeout)
+        try:
+            return self._staged.future.exception(result_timeout(timeout))
+        except TimeoutError:
+            raise errors.TimeoutError(
+                "the message is staged in an application transaction: its outcome is known "
+                "once txn.commit() has published it"
+            ) from None
 
 
 # -- the application's connection ---------------------------------------------
@@ -169,13 +184,15 @@ class StagedSend(PendingSend):
 class _Target:
     """What the caller gave: how to reach the psycopg connection underneath
     (joining the caller's transaction: SQLAlchemy begins its own if none is
-    open), whether a transaction is open, and how to run a new one (for
-    ``process``)."""
+    open), whether a transaction is open, how to run a new one (for
+    ``process``), and, where the wrapper has one, the object of the caller's
+    current transaction (a SQLAlchemy transaction; None for psycopg)."""
 
     original: object
     join: Callable[[], psycopg.Connection[Any]]
     in_transaction: Callable[[], bool]
     transaction: Callable[[], contextlib.AbstractContextManager[Any]]
+    current: Callable[[], object] | None = None
 
 
 def _psycopg_in_transaction(conn: psycopg.Connection[Any]) -> bool:
@@ -201,7 +218,9 @@ def _target(connection: object) -> _Target:
             # connection() begins the session's transaction if none is open.
             return _driver(session.connection().connection.driver_connection)
 
-        return _Target(session, join_session, session.in_transaction, session.begin)
+        return _Target(
+            session, join_session, session.in_transaction, session.begin, session.get_transaction
+        )
     if isinstance(connection, SAConnection):
         sa_conn = connection
 
@@ -210,7 +229,9 @@ def _target(connection: object) -> _Target:
                 sa_conn.begin()  # SQLAlchemy then commits what txnq runs underneath
             return _driver(sa_conn.connection.driver_connection)
 
-        return _Target(sa_conn, join_connection, sa_conn.in_transaction, sa_conn.begin)
+        return _Target(
+            sa_conn, join_connection, sa_conn.in_transaction, sa_conn.begin, sa_conn.get_transaction
+        )
     raise errors.InvalidArgumentError(
         "connection must be a psycopg 3 Connection, or a SQLAlchemy Connection or Session on "
         f"the psycopg driver, not {type(connection).__name__}"
@@ -265,7 +286,7 @@ def _database_of(dsn: str) -> tuple[object, object]:
     return params.get("dbname"), params.get("port")
 
 
-# Application transactions stage acks that publish_staged_v1 applies to the
+# Application transactions stage acks that publish_staged_v2 applies to the
 # cursor at the caller's COMMIT; a shared subscription's acks delete claims
 # instead (ack_shared_v1), which staging does not do yet, so the two do not mix.
 _ATTACHED_SHARED_HINT = (
@@ -285,7 +306,7 @@ class AttachedBase:
 
     connection: Any
 
-    def _setup(self, conn: Any, client: Any) -> None:
+    def _setup(self, conn: Any, client: Any, current: Callable[[], object] | None = None) -> None:
         _check_joinable(conn)
         self.connection = conn
         self._client = client
@@ -294,6 +315,16 @@ class AttachedBase:
         self._staged: dict[int, StagedBatch] = {}
         self._consumers: dict[int, tuple[Any, set[int]]] = {}
         self._outer: AttachedBase | None = None
+        # The caller's transaction this one lives in: begun already (a
+        # statement ran in it), or begun by this transaction's first statement
+        # on an idle connection outside autocommit (psycopg's implicit BEGIN).
+        # Once it has begun, an idle connection means it ended: nothing may run
+        # then, or it would open a new implicit transaction that nobody commits
+        # (holding head-row locks after a publish).
+        self._joined = conn.info.transaction_status != TransactionStatus.IDLE
+        self._callers_transaction = current
+        self._token = None if current is None else current()
+        self._dropped = 0  # messages queued by send_async, never staged: the caller ended first
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._state.lower()})"
@@ -301,8 +332,52 @@ class AttachedBase:
     @property
     def state(self) -> str:
         """OPEN; COMMITTED once ``commit()`` published (visible when the caller
-        commits); ABORTED after ``abort()``."""
+        commits); ABORTED after ``abort()``; ENDED once the caller's own
+        transaction was committed or rolled back without either (txnq cannot
+        tell which; found at the next use)."""
         return self._state
+
+    def _joined_connection(self) -> Any:
+        """The caller's connection for a statement of this transaction: running
+        it joins (or on an idle connection outside autocommit begins) the
+        caller's transaction."""
+        self._joined = True
+        return self.connection
+
+    def _caller_ended(self) -> bool:
+        """Whether the caller's transaction this one joined is over: the
+        connection is closed, idle again, or (SQLAlchemy) in another transaction."""
+        conn = self.connection
+        if conn.closed:
+            return True
+        current = self._callers_transaction
+        if current is not None and current() is not self._token:
+            return True
+        if conn.info.transaction_status == TransactionStatus.IDLE:
+            return bool(self._joined)
+        self._joined = True
+        return False
+
+    def _end_with_caller(self) -> None:
+        """The caller's transaction ended without ``commit()`` or ``abort()``:
+        what it staged was published (a commit, by the deferred trigger) or
+        discarded (a rollback), unknown which; what ``send_async`` still queued
+        was never staged. Their results say so instead of waiting for good."""
+        self._state = "ENDED"
+        never = errors.TransactionEndedError(
+            "the connection's transaction ended before this message was staged, so it was "
+            "not sent: call txn.commit() (or txn.flush()) before the connection commits"
+        )
+        unknown = errors.TransactionEndedError(
+            "the connection's transaction ended without txn.commit(): this message was "
+            "published if it committed and dropped if it rolled back; its offset is unknown"
+        )
+        self._dropped = sum(len(batch.payloads) for batch in self._queued.values())
+        for failure, batches in ((never, self._queued), (unknown, self._staged)):
+            for batch in batches.values():
+                if not batch.future.done():
+                    batch.future.set_exception(failure)
+            batches.clear()
 
     def _send_plan(
         self,
@@ -313,10 +388,16 @@ class AttachedBase:
         partition: int | None,
         encoding: str,
     ) -> Plan[None]:
-        if not isinstance(topic, str):
-            raise errors.InvalidArgumentError(f"topic must be a str, not {type(topic).__name__}")
-        if isinstance(partition, bool) or not isinstance(partition, int | None):
-            raise errors.InvalidArgumentError(f"partition must be an int, not {partition!r}")
+        self._check_open()
+        validate_name(topic, "topic")
+        if partition is not None and (
+            isinstance(partition, bool)
+            or not isinstance(partition, int)
+            or not 0 <= partition <= MAX_PARTITION
+        ):
+            raise errors.InvalidArgumentError(
+                f"partition must be an int of the topic's partitions (0 or more), not {partition!r}"
+            )
         payload = encode_payload(value, encoding)
         yield from self._flush_plan()  # messages queued before this one keep their place
         params = {
@@ -331,6 +412,11 @@ class AttachedBase:
     def _commit_plan(self) -> Plan[None]:
         self._check_open()
         yield from self._flush_plan()
+        if not self._joined:
+            # The caller's transaction has not begun and nothing was staged:
+            # nothing to publish, and no implicit transaction to begin for it.
+            self._state = "COMMITTED"
+            return
         rows = yield Call("publish_staged", {}, "all")
         settled = settle_published(rows, self._staged)
         self._state = "COMMITTED"
@@ -343,15 +429,24 @@ class AttachedBase:
     def _abort_plan(self) -> Plan[None]:
         if self._state == "ABORTED":
             return
+        # Discarding is only for the caller's transaction this one joined:
+        # after it ended, a statement would begin a new one that nobody ends.
+        joined = self._state != "ENDED" and not self._caller_ended()
+        if self._state == "COMMITTED" and joined:
+            raise errors.TransactionEndedError(
+                "this application transaction was committed: what it sent and acknowledged "
+                "is published in the connection's transaction, so roll that back to undo it "
+                "(then abort() has the consumers deliver those messages again)"
+            )
         self._state = "ABORTED"
-        self._queued.clear()
         failure = errors.TransactionAbortedError("the application transaction was aborted")
-        for batch in self._staged.values():
+        for batch in [*self._queued.values(), *self._staged.values()]:
             if not batch.future.done():
                 batch.future.set_exception(failure)
+        self._queued.clear()
         self._staged.clear()
         conn = self.connection
-        if not conn.closed and conn.info.transaction_status == TransactionStatus.INTRANS:
+        if joined and conn.info.transaction_status == TransactionStatus.INTRANS:
             with contextlib.suppress(psycopg.Error, errors.TxnqError):
                 yield Call("discard_staged", {}, "none")
         self.rewind_consumers()
@@ -364,17 +459,33 @@ class AttachedBase:
             consumer._rewind(partitions)
 
     def _enter(self) -> None:
+        self._check_open()
         # Inside the block, attach(conn) returns this transaction.
         with _ACTIVE_LOCK:
             self._outer = _ACTIVE.get(id(self.connection))
             _ACTIVE[id(self.connection)] = self
 
-    def _exit(self) -> None:
+    def _exit(self, failed: bool) -> bool:
+        """Leave the ``with`` block; whether the face is to commit now (or,
+        ``failed``, abort). Not when the caller's transaction ended inside the
+        block: what was staged went with it; messages ``send_async`` had only
+        queued were lost, which raises."""
         with _ACTIVE_LOCK:
             if self._outer is None:
                 _ACTIVE.pop(id(self.connection), None)
             else:
                 _ACTIVE[id(self.connection)] = self._outer
+        if failed:
+            return self._state == "OPEN"
+        if self._usable():
+            return True
+        if self._state == "ENDED" and self._dropped:
+            raise errors.TransactionEndedError(
+                f"the connection's transaction ended inside the `with` block before "
+                f"{self._dropped} message(s) queued by send_async were staged, so they were not "
+                "sent: commit the connection after the block, or call txn.flush() first"
+            )
+        return False
 
     def _flush_plan(self) -> Plan[None]:
         """Stage the messages ``send_async`` queued in this transaction."""
@@ -468,11 +579,22 @@ class AttachedBase:
             pipeline=len(per_partition) > 1,
         )
 
+    def _usable(self) -> bool:
+        """Open, and the caller's transaction it joined goes on."""
+        if self._state == "OPEN" and self._caller_ended():
+            self._end_with_caller()
+        return self._state == "OPEN"
+
     def _check_open(self) -> None:
-        if self._state != "OPEN":
+        if not self._usable():
+            how = (
+                "the connection's own transaction was committed or rolled back"
+                if self._state == "ENDED"
+                else self._state.lower()
+            )
             raise errors.TransactionEndedError(
-                f"this application transaction has ended ({self._state.lower()}): attach the "
-                "connection again for the next transaction"
+                f"this application transaction has ended ({how}): it takes no more sends "
+                "or acks; attach the connection again inside the next transaction"
             )
         _check_joinable(self.connection)
 
@@ -486,8 +608,9 @@ class AttachedTransaction(AttachedBase):
     connection: psycopg.Connection[Any]
 
     def __init__(self, connection: object, *, client: Client | None = None) -> None:
-        self._setup(_target(connection).join(), client)
-        self._io = SyncIO(lambda: self.connection)
+        target = _target(connection)
+        self._setup(target.join(), client, target.current)
+        self._io = SyncIO(self._joined_connection)
 
     # -- the outbox without a producer ------------------------------------
 
@@ -502,7 +625,7 @@ class AttachedTransaction(AttachedBase):
         encoding: str = "utf-8",
     ) -> None:
         """Produce one message to ``topic`` when the caller's transaction
-        commits (``txnq.send_at_commit_v1``: routed by key as a producer does,
+        commits (``txnq.send_at_commit_v2``: routed by key as a producer does,
         else to ``partition``, else to a random partition)."""
         run(self._send_plan(topic, value, key, properties, partition, encoding), self._io)
 
@@ -531,8 +654,7 @@ class AttachedTransaction(AttachedBase):
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._exit()
-        if self._state != "OPEN":
+        if not self._exit(exc_type is not None):
             return
         if exc_type is None:
             self.commit()
@@ -587,11 +709,7 @@ def attach(connection: object, *, client: Client | None = None) -> AttachedTrans
     conn = _target(connection).join()
     with _ACTIVE_LOCK:
         active = _ACTIVE.get(id(conn))
-    if (
-        isinstance(active, AttachedTransaction)
-        and active.connection is conn
-        and active._state == "OPEN"
-    ):
+    if isinstance(active, AttachedTransaction) and active.connection is conn and active._usable():
         return active
     return AttachedTransaction(connection, client=client)
 

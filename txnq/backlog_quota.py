@@ -14,7 +14,7 @@ published). What happens when a subscription is over is the topic's policy:
 The produce path stays cheap: no backlog is computed per message.
 :func:`check_backlog_quotas` (the scheduler's ``backlog_quota`` job, every
 BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS, and ``txnq gc run``) checks each topic
-with ``txnq.check_backlog_quota_v1``, which evicts or records the topic in
+with ``txnq.check_backlog_quota_v2``, which evicts or records the topic in
 ``txnq.backlog_quota_exceeded``; the append function reads that row only.
 """
 
@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from txnq.durations import Duration, Size, parse_duration, parse_size
-from txnq.errors import InvalidArgumentError
+from txnq.errors import InvalidArgumentError, TopicNotFoundError
 
 if TYPE_CHECKING:
     from txnq.client import Client
@@ -133,7 +133,13 @@ def check_backlog_quotas(client: Client, topic: str | None = None) -> LifecycleR
         info = client.admin.get_topic(topic)
         topics = [{"topic_id": info.topic_id, "name": info.name}]
     for row in topics:
-        for breach in client.query("check_backlog_quota", {"topic_id": row["topic_id"]}):
+        try:
+            breaches = client.query("check_backlog_quota", {"topic_id": row["topic_id"]})
+        except TopicNotFoundError:
+            if topic is not None:
+                raise
+            continue  # deleted since it was listed: no quota to hold
+        for breach in breaches:
             breach.pop("subscription_id")
             report.items.append(QuotaBreach(topic=row["name"], **breach))
     if report.items:

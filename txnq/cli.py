@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from txnq.consumer import Consumer
     from txnq.embedded import EmbeddedServer
     from txnq.lifecycle import LifecycleReport
+    from txnq.permissions import TopicPermission
     from txnq.producer import PendingSend
 
 #: Results (tables, JSON). Notes, progress and errors go to ``err_console``.
@@ -259,6 +260,23 @@ MetricsHostOption = Annotated[
     ),
 ]
 TopicArgument = Annotated[str, typer.Argument(help="Topic name.", show_default=False)]
+RoleOption = Annotated[
+    str,
+    typer.Option("--role", "-r", show_default=False, help="The PostgreSQL role (login or group)."),
+]
+ActionsOption = Annotated[
+    list[str],
+    typer.Option(
+        "--action",
+        "-a",
+        show_default=False,
+        help="produce, consume or admin (admin includes the other two); repeat it for several.",
+    ),
+]
+PrefixOption = Annotated[
+    bool,
+    typer.Option("--prefix", help="NAME is a topic-name prefix: every topic starting with it."),
+]
 SubscriptionArgument = Annotated[str, typer.Argument(help="Subscription name.", show_default=False)]
 TxnIdArgument = Annotated[
     str,
@@ -1092,6 +1110,119 @@ def topics_delete(
         _print_json({"deleted": name})
         return
     console.print(f"Deleted topic {name}", highlight=False)
+
+
+@topics_app.command("grant")
+def topics_grant(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="Topic name, or a topic-name prefix with --prefix.", show_default=False
+        ),
+    ],
+    role: RoleOption,
+    actions: ActionsOption,
+    prefix: PrefixOption = False,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Allow a PostgreSQL role to produce, consume or administer a topic (or,
+    with --prefix, every topic whose name starts with NAME); admin includes
+    produce and consume (docs/security.md)."""
+    where = {"prefix": name} if prefix else {"topic": name}
+    with _client(dsn) as client:
+        added = client.admin.grant(role, actions=actions, **where)
+        grants = client.admin.permissions(role=role)
+    shown = [g for g in grants if g.resource == name and (g.kind == "prefix") == prefix]
+    if as_json:
+        _print_json({"added": added, "grants": [g.to_dict() for g in shown]})
+        return
+    console.print(
+        f"Granted {', '.join(sorted(set(actions)))} on {'prefix' if prefix else 'topic'} {name} "
+        f"to role {role} ({added} new)",
+        highlight=False,
+    )
+    _print_tables(_grants_table(shown))
+
+
+@topics_app.command("revoke")
+def topics_revoke(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="Topic name, or a topic-name prefix with --prefix.", show_default=False
+        ),
+    ],
+    role: RoleOption,
+    actions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--action",
+            "-a",
+            show_default=False,
+            help="produce, consume or admin; repeat it for several (default: every action).",
+        ),
+    ] = None,
+    prefix: PrefixOption = False,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Take back a role's grants on a topic (or, with --prefix, on that exact
+    prefix): the actions given, else all."""
+    where = {"prefix": name} if prefix else {"topic": name}
+    with _client(dsn) as client:
+        removed = client.admin.revoke(role, actions=actions, **where)
+    if as_json:
+        _print_json({"removed": removed})
+        return
+    console.print(
+        f"Revoked {removed} grant{'s' if removed != 1 else ''} of role {role} on "
+        f"{'prefix' if prefix else 'topic'} {name}",
+        highlight=False,
+    )
+
+
+@topics_app.command("permissions")
+def topics_permissions(
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            help="Only the grants that apply to this topic (its own and its prefixes').",
+            show_default=False,
+        ),
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option("--role", "-r", show_default=False, help="Only this role's grants."),
+    ] = None,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the per-topic grants you may see (admins: all)."""
+    with _client(dsn) as client:
+        grants = client.admin.permissions(role=role, topic=name)
+    if as_json:
+        _print_json([g.to_dict() for g in grants])
+        return
+    _print_tables(_grants_table(grants))
+
+
+def _grants_table(grants: list[TopicPermission]) -> Table:
+    return _table(
+        "Permissions",
+        ["role", "topic or prefix", "kind", "action", "granted by", "granted at"],
+        [
+            [
+                g.role if g.role_exists else f"{g.role} (dropped)",
+                g.resource,
+                g.kind,
+                g.action,
+                g.granted_by,
+                _time_text(g.granted_at),
+            ]
+            for g in grants
+        ],
+    )
 
 
 # -- txnq produce ---------------------------------------------------------------

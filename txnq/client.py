@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, LiteralString, Protocol, overload
 
 import psycopg
 import sqlalchemy.exc
@@ -20,6 +20,7 @@ from txnq import errors
 from txnq.admin import Admin
 from txnq.durations import Duration, parse_duration
 from txnq.migrate import check_schema, upgrade
+from txnq.options import CONSUMER_OPTIONS, PRODUCER_OPTIONS, checked_options
 from txnq.plans import Call, Plan, SyncIO, run
 from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
@@ -31,6 +32,24 @@ if TYPE_CHECKING:
     from txnq.embedded import EmbeddedServer
     from txnq.producer import Producer
     from txnq.transaction import Transaction, TxnId
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _named_query(name: object) -> LiteralString:
+    """The text of a named query (sql/queries/*.sql)."""
+    text = QUERIES.get(name) if isinstance(name, str) else None
+    if text is None:
+        raise errors.InvalidArgumentError(
+            f"{name!r} is no named query of txnq: see sql/queries/*.sql for the names"
+        )
+    return text
 
 
 class _Closeable(Protocol):
@@ -70,10 +89,20 @@ class ClientBase:
         return TxnId(row[0], row[1]), seconds, row[2]
 
     @staticmethod
-    def _check_dsn(dsn: object) -> None:
+    def _check_dsn(dsn: object, settings: object = None) -> None:
         if dsn is not None and not isinstance(dsn, str):
             raise errors.InvalidArgumentError(
                 f"dsn must be a str such as 'postgresql://user@host/db', not {type(dsn).__name__}"
+            )
+        if isinstance(dsn, str) and ("\x00" in dsn or not _utf8(dsn)):
+            raise errors.InvalidArgumentError(
+                "dsn holds characters no DSN has (NUL, a lone surrogate): give a DSN such as "
+                "'postgresql://user@host/db'"
+            )
+        if settings is not None and not isinstance(settings, Settings):
+            raise errors.InvalidArgumentError(
+                "settings must be a txnq.Settings (e.g. txnq.load_settings(...)), "
+                f"not {type(settings).__name__}"
             )
 
     @staticmethod
@@ -124,7 +153,7 @@ class Client(ClientBase):
     def __init__(
         self, dsn: str | None = None, *, settings: Settings | None = None, **overrides: Any
     ) -> None:
-        self._check_dsn(dsn)
+        self._check_dsn(dsn, settings)
         self.settings = settings or load_settings(**overrides)
         self.embedded: EmbeddedServer | None = None
         dsn = dsn or self.settings.dsn
@@ -182,13 +211,15 @@ class Client(ClientBase):
 
     def query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """Run the named query and return its rows as dicts."""
+        text = _named_query(name)
         with self.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(QUERIES[name], params)
+            cur.execute(text, params)
             return cur.fetchall() if cur.description else []
 
     def execute(self, name: str, params: dict[str, Any]) -> None:
+        text = _named_query(name)
         with self.connection() as conn:
-            conn.execute(QUERIES[name], params)
+            conn.execute(text, params)
 
     # -- producers and consumers -------------------------------------------
 
@@ -196,6 +227,8 @@ class Client(ClientBase):
         """An idempotent producer for ``topic``; see :class:`txnq.producer.Producer`."""
         from txnq.producer import Producer
 
+        self._check_open()
+        checked_options(PRODUCER_OPTIONS, options, "producer")
         producer = Producer(self, topic, name, **options)
         self._adopt(producer)
         return producer
@@ -210,6 +243,8 @@ class Client(ClientBase):
         """A consumer on ``subscription`` of ``topic``; see :class:`txnq.consumer.Consumer`."""
         from txnq.consumer import Consumer
 
+        self._check_open()
+        checked_options(CONSUMER_OPTIONS, options, "subscribe")
         consumer = Consumer(self, topic, subscription, subscription_type, **options)
         self._adopt(consumer)
         return consumer
@@ -243,6 +278,7 @@ class Client(ClientBase):
             return attach(connection, client=self)
         from txnq.transaction import Transaction
 
+        self._check_open()
         with self._io() as io:
             txn_id, seconds, timeout_at = run(self._open_txn_plan(timeout), io)
         return Transaction(self, txn_id, seconds, timeout_at)
@@ -318,6 +354,7 @@ class Client(ClientBase):
         self._engine.dispose()
 
     def __enter__(self) -> Client:
+        self._check_open()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -51,7 +51,12 @@ from txnq import errors
 from txnq.admin import seek_target
 from txnq.app_transaction import _ATTACHED_SHARED_HINT
 from txnq.durations import Duration, parse_duration
-from txnq.messages import Message, MessageId
+from txnq.messages import (
+    Message,
+    MessageId,
+    check_batch_size,
+    check_message_id,
+)
 from txnq.names import validate_name
 from txnq.plans import (
     Batch,
@@ -106,17 +111,25 @@ class Backoff:
         if (
             isinstance(self.multiplier, bool)
             or not isinstance(self.multiplier, int | float)
-            or self.multiplier < 1
+            or not 1 <= self.multiplier < float("inf")
         ):
             raise errors.InvalidArgumentError(
-                f"multiplier must be a number of at least 1, got {self.multiplier!r}"
+                f"multiplier must be a finite number of at least 1, got {self.multiplier!r}"
             )
 
     def delay(self, redelivery_count: int) -> float:
         """Seconds before a message nacked at this redelivery count comes back."""
+        if isinstance(redelivery_count, bool) or not isinstance(redelivery_count, int):
+            raise errors.InvalidArgumentError(
+                f"redelivery_count must be an int, not {type(redelivery_count).__name__}"
+            )
         low = parse_duration(self.min_delay, what="min_delay")
         high = parse_duration(self.max_delay, what="max_delay")
-        return float(min(high, low * float(self.multiplier) ** min(redelivery_count, 64)))
+        try:
+            grown = low * float(self.multiplier) ** min(max(redelivery_count, 0), 64)
+        except OverflowError:  # a large multiplier: the cap applies
+            return high
+        return float(min(high, grown))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,9 +149,9 @@ class DeadLetterPolicy:
 
     def __post_init__(self) -> None:
         value = self.max_redeliver_count
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
             raise errors.InvalidArgumentError(
-                f"max_redeliver_count must be an int of at least 0, got {value!r}"
+                f"max_redeliver_count must be an int from 0 to 2**31 - 1, got {value!r}"
             )
         for label, name in (
             ("dead_letter_topic", self.dead_letter_topic),
@@ -247,6 +260,10 @@ class ConsumerBase(abc.ABC):
                 raise errors.InvalidArgumentError(f"{label} must be an int, got {value!r}")
         if receiver_queue_size < 1:
             raise errors.InvalidArgumentError("receiver_queue_size must be at least 1")
+        if not -(2**31) <= priority <= 2**31 - 1:
+            raise errors.InvalidArgumentError(
+                f"priority must be an int from -2**31 to 2**31 - 1, got {priority}"
+            )
         self.subscription_type = subscription_type
         self.isolation = isolation
         self._initial_position = initial_position
@@ -284,6 +301,14 @@ class ConsumerBase(abc.ABC):
         # (partition, offset) of fetched entries -> the cursor generation they were fetched under
         self._fetched_generation: dict[tuple[int, int], int] = {}
         self._nacked: list[tuple[float, int, Message]] = []
+        # Acknowledged outside a transaction, as Pulsar's ack tracker keeps them
+        # for its isDuplicate check: (partition, offset, batch index; -1 the
+        # whole entry) above the last mark-delete offset seen, and that offset
+        # per partition. A fetch can still bring such a message back (one that
+        # ran before the ack committed, or a refetch after a rewind that the
+        # queue already held): it is never queued or handed out again.
+        self._acked: set[tuple[int, int, int]] = set()
+        self._mark_delete_seen: dict[int, int] = {}
         # Partitions acknowledged in each open transaction: rewound if it aborts.
         self._txn_partitions: dict[TxnId, set[int]] = {}
         # Shared types: messages a transactional ack failed on, per transaction
@@ -371,7 +396,12 @@ class ConsumerBase(abc.ABC):
             [
                 self._ack_params(partition, txn, offsets=offsets, indexes=indexes, sizes=sizes)
                 for partition, (offsets, indexes, sizes) in sorted(per_partition.items())
-            ]
+            ],
+            acked=[
+                (partition, offset, index)
+                for partition, (offsets, indexes, _) in per_partition.items()
+                for offset, index in zip(offsets, indexes, strict=True)
+            ],
         )
 
     def _per_partition(
@@ -426,8 +456,8 @@ class ConsumerBase(abc.ABC):
                 f"negative_acknowledge takes a received Message, not {type(message).__name__}"
             )
         self._check_message_topic(message.message_id)
+        self._check_usable()
         if self._shared:
-            self._check_usable()
             delay = (
                 self._nack_delay
                 if self._backoff is None
@@ -504,7 +534,7 @@ class ConsumerBase(abc.ABC):
         """The message id and its entry's batch size (None: unknown, the server looks it up)."""
         if isinstance(item, Message):
             self._check_message_topic(item.message_id)
-            return item.message_id, item.batch_size
+            return item.message_id, check_batch_size(item.batch_size)
         if isinstance(item, MessageId):
             self._check_message_topic(item)
             with self._cond:
@@ -515,6 +545,11 @@ class ConsumerBase(abc.ABC):
         )
 
     def _check_message_topic(self, message_id: MessageId) -> None:
+        if not isinstance(message_id, MessageId):
+            raise errors.InvalidArgumentError(
+                f"a Message's message_id must be a MessageId, not {type(message_id).__name__}"
+            )
+        check_message_id(message_id)
         if message_id.topic != self.topic or not 0 <= message_id.partition < self._topic.partitions:
             raise errors.InvalidArgumentError(
                 f"message {message_id} is not from topic {self.topic!r} of this consumer"
@@ -552,11 +587,16 @@ class ConsumerBase(abc.ABC):
         }
 
     def _ack_plan(
-        self, calls: list[dict[str, Any]], expected_generation: int | None = None
+        self,
+        calls: list[dict[str, Any]],
+        expected_generation: int | None = None,
+        acked: list[tuple[int, int, int]] | None = None,
     ) -> Plan[None]:
         """One ack_v2 call per partition; several run in one PostgreSQL
         transaction (cursor rows locked in partition order), so a list of
-        messages is acknowledged all or nothing."""
+        messages is acknowledged all or nothing. ``acked``: the (partition,
+        offset, batch index) of individual acks, remembered once they took
+        effect (outside a transaction) so they are not handed out again."""
         if not calls:
             return  # an empty list acknowledges nothing
         steps = [Call("ack", call, "value") for call in calls]
@@ -569,8 +609,12 @@ class ConsumerBase(abc.ABC):
         else:
             marks = [(yield from retried_once(steps[0]))]
         with self._cond:
+            if acked and calls[0]["txn_tc"] is None:
+                self._remember_acknowledged(acked)
             for call, mark_delete in zip(calls, marks, strict=True):
                 partition = call["partition"]
+                if call["txn_tc"] is None:
+                    self._passed_mark_delete(partition, mark_delete)
                 for key in [
                     k for k in self._batch_sizes if k[0] == partition and k[1] <= mark_delete
                 ]:
@@ -579,6 +623,49 @@ class ConsumerBase(abc.ABC):
                     k for k in self._fetched_generation if k[0] == partition and k[1] <= mark_delete
                 ]:
                     del self._fetched_generation[key]
+
+    def _remember_acknowledged(self, acked: Iterable[tuple[int, int, int]]) -> None:
+        """With ``_cond`` held: messages acknowledged outside a transaction.
+        Drop the copies still queued (a rewind refetched them before the ack)
+        and remember them, so a fetch that read before the ack committed
+        cannot queue them again."""
+        for partition, offset, index in acked:
+            if offset > self._mark_delete_seen.get(partition, -1):
+                self._acked.add((partition, offset, index))
+        self._drop_queued(self._was_acknowledged)
+
+    def _passed_mark_delete(self, partition: int, mark_delete: int) -> None:
+        """With ``_cond`` held: the cursor of ``partition`` is at ``mark_delete``
+        (an ack outside a transaction returned it); what is queued at or below
+        it is acknowledged, and the remembered acks below it are not needed."""
+        if mark_delete <= self._mark_delete_seen.get(partition, -1):
+            return
+        self._mark_delete_seen[partition] = mark_delete
+        self._acked = {a for a in self._acked if a[0] != partition or a[1] > mark_delete}
+        self._drop_queued(self._was_acknowledged)
+
+    def _was_acknowledged(self, partition: int, offset: int, index: int) -> bool:
+        """With ``_cond`` held: this message was acknowledged outside a transaction."""
+        return (
+            offset <= self._mark_delete_seen.get(partition, -1)
+            or (partition, offset, -1) in self._acked
+            or (partition, offset, index) in self._acked
+        )
+
+    def _drop_queued(self, drop: Callable[[int, int, int], bool]) -> None:
+        """With ``_cond`` held: remove queued messages of this topic for which
+        ``drop(partition, offset, batch_index)`` holds, in place (a retry-letter
+        consumer shares the queue of its parent, whose topic differs)."""
+        topic = self.topic
+        kept = [
+            m
+            for m in self._queue
+            if m.message_id.topic != topic
+            or not drop(m.message_id.partition, m.message_id.offset, m.message_id.batch_index)
+        ]
+        if len(kept) != len(self._queue):
+            self._queue.clear()
+            self._queue.extend(kept)
 
     def _generation_check(self, call: dict[str, Any], expected: int) -> Callable[[list[Any]], None]:
         def check(results: list[Any]) -> None:
@@ -679,6 +766,7 @@ class ConsumerBase(abc.ABC):
     def _seek_plan(
         self, target: MessageId | int | datetime | str, partition: int | None
     ) -> Plan[None]:
+        self._check_usable()
         offset: int | None
         when: datetime | None
         if isinstance(target, MessageId):
@@ -728,6 +816,7 @@ class ConsumerBase(abc.ABC):
             )
 
     def _unsubscribe_plan(self) -> Plan[None]:
+        self._check_usable()
         yield from retried_once(
             Call(
                 "unsubscribe",
@@ -762,7 +851,15 @@ class ConsumerBase(abc.ABC):
         if self._failure is not None:
             raise self._failure
         if self._closed:
-            raise errors.ClosedError(f"consumer {self.name!r} is closed")
+            raise errors.ClosedError(
+                f"consumer {self.name!r} is closed: subscribe again with client.subscribe()"
+            )
+
+    def _check_process(self) -> None:
+        """``process()`` is possible: an open consumer of an exclusive or failover subscription."""
+        self._check_usable()
+        if self._shared:
+            raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
 
     # -- the fetch loop -----------------------------------------------------
 
@@ -929,6 +1026,11 @@ class ConsumerBase(abc.ABC):
         fetched again from the cursor, by this consumer or the next owner."""
         key = (self.topic, partition)
         self._epoch[partition] = self._epoch.get(partition, 0) + 1
+        # Fetches from before now are discarded (the epoch): what it fetches
+        # next reflects every ack of ours that took effect, so the memory of
+        # them goes (and a seek may well have moved the cursor back).
+        self._mark_delete_seen.pop(partition, None)
+        self._acked = {a for a in self._acked if a[0] != partition}
         self._read_position.pop(partition, None)
         self._generation.pop(partition, None)
         # In place and by topic too: a retry-letter consumer shares its parent's
@@ -1104,6 +1206,15 @@ class ConsumerBase(abc.ABC):
         with self._cond:
             if self._epoch.get(partition, 0) != epoch or partition not in self._assigned:
                 return 0  # the partition was reset or handed over meanwhile
+            if self._acked or rows[0][0] <= self._mark_delete_seen.get(partition, -1):
+                # Read before an ack of ours committed: never handed out again.
+                messages = [
+                    m
+                    for m in messages
+                    if not self._was_acknowledged(
+                        partition, m.message_id.offset, m.message_id.batch_index
+                    )
+                ]
             self._read_position[partition] = rows[-1][0]
             self._batch_sizes.update(sizes)
             generation = self._generation.get(partition)
@@ -1386,6 +1497,7 @@ class Consumer(ConsumerBase):
         if self._retry_parent is not None:
             self._retry_parent.reconsume_later(message, delay)
             return
+        self._check_usable()
         if self._retry_topic is None:
             raise errors.InvalidArgumentError(
                 "reconsume_later needs a consumer subscribed with retry_enable=True"
@@ -1402,7 +1514,7 @@ class Consumer(ConsumerBase):
         else:
             self._check_message_topic(message.message_id)
         properties = dict(message.properties)
-        times = int(properties.get("RECONSUMETIMES", "0")) + 1
+        times = _reconsume_times(properties) + 1
         properties.setdefault("REAL_TOPIC", self.topic)
         properties.setdefault("ORIGIN_MESSAGE_ID", str(message.message_id))
         properties["RECONSUMETIMES"] = str(times)
@@ -1445,8 +1557,7 @@ class Consumer(ConsumerBase):
         loop body wrote on ``conn``; see :func:`txnq.app_transaction.process`."""
         from txnq.app_transaction import process
 
-        if self._shared:
-            raise errors.InvalidArgumentError(_ATTACHED_SHARED_HINT)
+        self._check_process()
         return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
 
     # -- seeking and unsubscribing -----------------------------------------
@@ -1488,6 +1599,7 @@ class Consumer(ConsumerBase):
         self._client._forget(self)
 
     def __enter__(self) -> Consumer:
+        self._check_usable()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -1551,6 +1663,15 @@ def _ensure_topic(admin: Admin, name: str) -> int:
             return admin.create_topic(name).topic_id
         except errors.TopicExistsError:
             return admin.get_topic(name).topic_id
+
+
+def _reconsume_times(properties: dict[str, str]) -> int:
+    """How often a message was reconsumed (its RECONSUMETIMES property, which
+    any producer may have set to anything: what is no count is 0)."""
+    try:
+        return max(0, int(properties.get("RECONSUMETIMES", "0")))
+    except (TypeError, ValueError):
+        return 0
 
 
 def _topic_of(item: object) -> str | None:

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from fractions import Fraction
 
 from txnq.errors import InvalidArgumentError
 
 Duration = int | float | timedelta | str
 Size = int | str
+
+#: The longest duration accepted anywhere (100 years): ``now()`` plus it is a
+#: time that Python, PostgreSQL and Spark all represent, and a wait that
+#: Python's locks and conditions accept (their limit is 292 years). Options
+#: that mean "forever" have their own value (``retention=-1``, ``ttl=None``).
+MAX_DURATION_SECONDS = 100 * 365 * 86400.0
+#: The largest size accepted anywhere: PostgreSQL's bigint.
+MAX_SIZE_BYTES = 2**63 - 1
 
 _DURATION_UNITS = {
     "ms": 0.001,
@@ -67,6 +76,11 @@ def parse_duration(value: Duration, *, what: str = "duration", allow_zero: bool 
         )
     if seconds < 0 or seconds != seconds or seconds == float("inf"):
         raise InvalidArgumentError(f"{what} must be a finite, non-negative duration, got {value!r}")
+    if seconds > MAX_DURATION_SECONDS:
+        raise InvalidArgumentError(
+            f"{what} {value!r} is longer than the longest duration txnq accepts "
+            "(100 years): give a shorter one"
+        )
     if seconds == 0 and not allow_zero:
         raise InvalidArgumentError(f"{what} must be longer than zero, got {value!r}")
     return seconds
@@ -86,11 +100,16 @@ def parse_size(value: Size, *, what: str = "size") -> int:
                 f"{what} {value!r} is not a size: use bytes or a number with a unit "
                 "such as '512KiB', '5MiB', '2GiB', '10MB'"
             )
-        size = int(float(match.group(1)) * _SIZE_UNITS[unit])
+        # Exact arithmetic: a float would overflow on a long number of digits.
+        size = int(Fraction(match.group(1)) * _SIZE_UNITS[unit])
     else:
         raise InvalidArgumentError(
             f"{what} must be bytes (int) or a string like '5MiB', not {type(value).__name__}"
         )
     if size < 0:
         raise InvalidArgumentError(f"{what} must not be negative, got {value!r}")
+    if size > MAX_SIZE_BYTES:
+        raise InvalidArgumentError(
+            f"{what} {value!r} is larger than the largest size txnq stores (2**63 - 1 bytes)"
+        )
     return size

@@ -20,6 +20,11 @@ class InvalidArgumentError(TxnqError, ValueError):
     """A public call got a value of the wrong type or out of range."""
 
 
+class UnknownOptionError(InvalidArgumentError, TypeError):
+    """A call got a keyword option it does not know (``client.producer(...,
+    nope=2)``); a TypeError too, as Python's own error for an unknown keyword."""
+
+
 class InvalidNameError(InvalidArgumentError):
     """A topic, subscription or producer name breaks the naming rules."""
 
@@ -133,3 +138,11 @@ class PreparedTransactionLostError(TransactionError):
     """A two-phase-commit sink's prepared transaction, which the engine's
     checkpoint says was committed, was aborted by txnq (its timeout passed
     before the engine came back): its messages are lost."""
+
+
+class PermissionDeniedError(TxnqError):
+    """The role may not do this: it holds no grant for this action on the
+    topic (SQLSTATE TQ018; an admin grants it with ``txnq topics grant``), the
+    transaction belongs to another role (TQ018), or the role lacks EXECUTE on
+    the function (42501: it is in none of the txnq roles that may call it).
+    docs/security.md lists the roles and what each may call."""

@@ -5,9 +5,9 @@ Three steps, as in Pulsar and BookKeeper, each a function of a
 ``txnq gc run`` runs on demand:
 
 - :func:`expire_ttl` acknowledges, on every subscription's behalf, messages
-  older than their topic's TTL (``txnq.expire_ttl_v1``). Nothing is deleted.
+  older than their topic's TTL (``txnq.expire_ttl_v2``). Nothing is deleted.
 - :func:`apply_retention` deletes closed ledgers that every subscription has
-  consumed and that retention no longer keeps (``txnq.apply_retention_v1``):
+  consumed and that retention no longer keeps (``txnq.apply_retention_v2``):
   their metadata goes to DELETED; the rows stay until GC.
 - :func:`collect_entry_logs` drops a sealed entry log (a PostgreSQL partition
   of ``txnq.entries``) whose entries all belong to deleted ledgers: DETACH
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import math
 import re
 import time
 from collections.abc import Callable
@@ -53,14 +55,19 @@ if TYPE_CHECKING:
 #: active log just before the roll may still insert into it.
 SEALED_GRACE_SECONDS = 60.0
 
-#: Entry-log tables are named by roll_entry_log_v1 from an integer only.
+#: Entry-log tables are named by roll_entry_log_v2 from an integer only.
 _ENTRY_LOG_TABLE = re.compile(r"^entries_[0-9]+$")
 
 DETACH = sql.SQL("ALTER TABLE txnq.entries DETACH PARTITION {} CONCURRENTLY")
 FINALIZE = sql.SQL("ALTER TABLE txnq.entries DETACH PARTITION {} FINALIZE")
 ATTACH = sql.SQL("ALTER TABLE txnq.entries ATTACH PARTITION {} FOR VALUES IN ({})")
 DROP = sql.SQL("DROP TABLE {}")
+log = logging.getLogger("txnq.lifecycle")
+
 LOCK_TIMEOUT = "SET lock_timeout = '5s'"
+#: How long gc_drop_entry_log_v1 waits for txnq.entries (a scheduler that does
+#: not own it: docs/security.md); appends and fetches wait behind it that long at worst.
+GC_DROP_LOCK_TIMEOUT = "2s"
 
 #: How a GC run treats a sealed log that still holds live rows: ``none`` keeps
 #: it, ``minor``/``major`` compact it when its live share (live payload bytes
@@ -158,7 +165,11 @@ def expire_ttl(client: Client) -> LifecycleReport:
     """Acknowledge messages older than their topic's TTL on every subscription."""
     report = LifecycleReport("ttl", False, datetime.now(UTC))
     for topic in client.query("ttl_topics", {}):
-        for row in client.query("expire_ttl", {"topic_id": topic["topic_id"]}):
+        try:
+            rows = client.query("expire_ttl", {"topic_id": topic["topic_id"]})
+        except errors.TopicNotFoundError:
+            continue  # deleted since it was listed: nothing left to expire
+        for row in rows:
             report.items.append(CursorExpiry(topic=topic["name"], **row))
     if report.items:
         moved = sum(i.mark_delete_after - i.mark_delete_before for i in report.items)
@@ -170,7 +181,11 @@ def apply_retention(client: Client) -> LifecycleReport:
     """Delete the consumed ledgers that retention no longer keeps."""
     report = LifecycleReport("retention", False, datetime.now(UTC))
     for topic in client.query("retention_topics", {}):
-        for row in client.query("apply_retention", {"topic_id": topic["topic_id"]}):
+        try:
+            rows = client.query("apply_retention", {"topic_id": topic["topic_id"]})
+        except errors.TopicNotFoundError:
+            continue  # deleted since it was listed: its ledgers went with it
+        for row in rows:
             report.items.append(DeletedLedger(topic=topic["name"], **row))
     report.reclaimed_bytes = sum(i.size_bytes for i in report.items)
     if report.items:
@@ -211,11 +226,20 @@ class _Budget:
             time.sleep(delay)
 
 
-def _number(value: Any, what: str) -> float:
+#: The longest age a lifecycle call compares with (PostgreSQL's intervals and
+#: timestamps overflow far beyond; nothing txnq keeps is this old).
+MAX_AGE_SECONDS = 1e9
+
+
+def _number(value: Any, what: str, maximum: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise errors.InvalidArgumentError(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise errors.InvalidArgumentError(f"{what} must be a finite number, not {value!r}")
     if value < 0:
         raise errors.InvalidArgumentError(f"{what} must not be negative (0: no limit)")
+    if maximum is not None and value > maximum:
+        raise errors.InvalidArgumentError(f"{what} must be at most {maximum:g}, not {value!r}")
     return float(value)
 
 
@@ -237,7 +261,7 @@ def collect_entry_logs(
     the next run. Raises :class:`~txnq.errors.GcBusyError` when another GC
     holds the lock.
     """
-    grace = _number(grace_seconds, "grace_seconds")
+    grace = _number(grace_seconds, "grace_seconds", MAX_AGE_SECONDS)
     if compaction not in COMPACTION_MODES:
         raise errors.InvalidArgumentError(
             f"compaction must be one of {', '.join(COMPACTION_MODES)}, got {compaction!r}"
@@ -278,11 +302,14 @@ def collect_entry_logs(
             logs = conn.execute(
                 QUERIES["gc_sealed_entry_logs"], {"grace_seconds": grace}
             ).fetchall()
+            # The owner of txnq.entries detaches concurrently; the scheduler's
+            # own role (txnq_scheduler) through gc_drop_entry_log_v1.
+            owner = bool(scalar(conn, QUERIES["gc_owns_entries"]))
             for entry_log_id, table_name, _sealed_at in logs:
                 if budget.spent:
                     break
                 report.items.append(
-                    _collect_one(conn, entry_log_id, table_name, dry_run, threshold, budget)
+                    _collect_one(conn, entry_log_id, table_name, dry_run, threshold, budget, owner)
                 )
         finally:
             conn.execute(QUERIES["gc_unlock"])
@@ -318,6 +345,7 @@ def _collect_one(
     dry_run: bool,
     threshold: float,
     budget: _Budget,
+    owner: bool = True,
 ) -> EntryLogGc:
     if not _ENTRY_LOG_TABLE.match(table_name):
         raise errors.TxnqError(f"entry log {entry_log_id} has an unexpected table {table_name!r}")
@@ -348,6 +376,15 @@ def _collect_one(
         return _compact(conn, entry_log_id, result, budget)
     if dry_run:
         return result("would drop")
+    if not owner:
+        # DETACH ... CONCURRENTLY is the owner's and cannot run in a function:
+        # a short non-concurrent detach under a lock timeout, as the owner.
+        action = scalar(
+            conn,
+            QUERIES["gc_drop_entry_log"],
+            {"entry_log_id": entry_log_id, "lock_timeout": GC_DROP_LOCK_TIMEOUT},
+        )
+        return result(str(action))
     if state["detach_pending"]:
         conn.execute(FINALIZE.format(table))
     elif state["attached"]:
@@ -507,6 +544,16 @@ def vacuum_hot_tables(client: Client, *, min_dead: int = 1000) -> list[Vacuumed]
     try:
         conn.execute(LOCK_TIMEOUT)
         for row in rows:
+            if not row["may_vacuum"]:
+                # PostgreSQL would only warn and skip it: say so in the log.
+                log.warning(
+                    "txnq: cannot VACUUM txnq.%s (%s dead tuples): this role neither owns it nor "
+                    "has MAINTAIN on it (PostgreSQL 17+); autovacuum, or a member of txnq_admin, "
+                    "does it (docs/security.md)",
+                    row["relname"],
+                    row["n_dead_tup"],
+                )
+                continue
             try:
                 conn.execute(VACUUM.format(sql.Identifier("txnq", row["relname"])))
             except psycopg.errors.LockNotAvailable:
@@ -599,6 +646,7 @@ def doctor(
     inactive = _number(
         client.settings.inactive_cursor_seconds if inactive_seconds is None else inactive_seconds,
         "inactive_seconds",
+        MAX_AGE_SECONDS,
     )
     if inactive <= 0:
         raise errors.InvalidArgumentError("inactive_seconds must be positive")

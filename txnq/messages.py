@@ -6,13 +6,19 @@ is stored.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from txnq.errors import InvalidArgumentError
 
 Payload = bytes | bytearray | memoryview | str
 Key = str | bytes
+
+#: The ranges of a message id's fields (PostgreSQL integer and bigint).
+MAX_PARTITION = 2**31 - 1
+MAX_OFFSET = 2**63 - 1
+MAX_BATCH_INDEX = 2**31 - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class MessageId(NamedTuple):
@@ -113,11 +119,25 @@ def encode_payload(value: object, encoding: str = "utf-8") -> bytes:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     if isinstance(value, str):
-        return value.encode(encoding)
+        return _encoded(value, encoding, "a payload")
     raise InvalidArgumentError(
         f"a payload must be bytes or str, not {type(value).__name__}; serialise it first "
         "(e.g. json.dumps(obj).encode())"
     )
+
+
+def _encoded(text: str, encoding: str, what: str) -> bytes:
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(
+            f"{what} has characters that {encoding} cannot encode ({exc.reason} at position "
+            f"{exc.start}, e.g. a lone surrogate): give bytes, or text without them"
+        ) from None
+    except (LookupError, TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"unknown encoding {encoding!r}: use a text encoding such as 'utf-8'"
+        ) from None
 
 
 def encode_key(key: object) -> bytes | None:
@@ -126,7 +146,7 @@ def encode_key(key: object) -> bytes | None:
     if isinstance(key, bytes):
         return key
     if isinstance(key, str):
-        return key.encode("utf-8")
+        return _encoded(key, "utf-8", "a key")
     raise InvalidArgumentError(f"a key must be str or bytes, not {type(key).__name__}")
 
 
@@ -144,10 +164,40 @@ def encode_properties(properties: object) -> str | None:
                 f"properties must map str to str; got {name!r}: {value!r} — convert values "
                 "with str() first"
             )
+        for text in (name, value):
+            # PostgreSQL's jsonb holds neither NUL nor lone surrogates; refused
+            # here, before the message joins a batch of other messages.
+            _encoded(text, "utf-8", f"property {name!r}")
+            if "\x00" in text:
+                raise InvalidArgumentError(
+                    f"property {name!r} contains a NUL character, which PostgreSQL cannot "
+                    "store: remove it or encode the value (e.g. base64)"
+                )
     return json.dumps(properties, separators=(",", ":")) if properties else None
 
 
+def check_time(value: object, what: str) -> datetime:
+    """``value`` as an aware datetime in UTC, which Python, PostgreSQL and
+    Spark all represent (year 1 to 9999 in UTC); raises InvalidArgumentError
+    naming ``what`` before anything is written."""
+    if not isinstance(value, datetime):
+        raise InvalidArgumentError(f"{what} must be a datetime, not {type(value).__name__}")
+    try:
+        utc = None if value.utcoffset() is None else value.astimezone(UTC)
+    except (OverflowError, ValueError, TypeError):
+        raise InvalidArgumentError(
+            f"{what} {value!r} is not a time from year 1 to 9999 in UTC, the range Python, "
+            "PostgreSQL and Spark share: give a time in that range"
+        ) from None
+    if utc is None:
+        raise InvalidArgumentError(
+            f"{what} must be timezone-aware (e.g. datetime.now(timezone.utc))"
+        )
+    return utc
+
+
 def check_event_time(event_time: object) -> datetime | None:
+    """An event time (a datetime, or seconds since the epoch) in UTC; see :func:`check_time`."""
     if event_time is None:
         return None
     if isinstance(event_time, bool) or not isinstance(event_time, datetime | int | float):
@@ -156,12 +206,43 @@ def check_event_time(event_time: object) -> datetime | None:
             f"not {type(event_time).__name__}"
         )
     if isinstance(event_time, datetime):
-        if event_time.tzinfo is None:
+        return check_time(event_time, "event_time")
+    try:
+        return _EPOCH + timedelta(seconds=event_time)
+    except (OverflowError, ValueError):
+        raise InvalidArgumentError(
+            f"event_time {event_time!r} is not a time from year 1 to 9999 in UTC: give "
+            "finite seconds since the epoch in that range"
+        ) from None
+
+
+def check_message_id(message_id: MessageId) -> MessageId:
+    """A MessageId whose fields have the types and ranges of a stored message
+    (a hand-made one may hold anything)."""
+    partition, offset, index = message_id.partition, message_id.offset, message_id.batch_index
+    for label, value, top in (
+        ("partition", partition, MAX_PARTITION),
+        ("offset", offset, MAX_OFFSET),
+        ("batch_index", index, MAX_BATCH_INDEX),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
             raise InvalidArgumentError(
-                "event_time must be timezone-aware (e.g. datetime.now(timezone.utc))"
+                f"message id {message_id!r} has no valid {label} (an int from 0 to {top}): "
+                "use the message_id of a received Message"
             )
-        return event_time
-    return datetime.fromtimestamp(float(event_time), tz=UTC)
+    return message_id
+
+
+def check_batch_size(size: object) -> int | None:
+    """The batch size of a Message given back to acknowledge (None: unknown)."""
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_BATCH_INDEX:
+        raise InvalidArgumentError(
+            f"a Message's batch_size must be a positive int, not {size!r}: acknowledge "
+            "the Message as it was received"
+        )
+    return size
 
 
 def decode_properties(raw: Any) -> dict[str, str]:

@@ -77,7 +77,24 @@ def head_revision() -> str:
     return head
 
 
+#: The schema's revision through ``txnq.schema_revision_v1()`` (revision 0015
+#: on): application roles may not read ``txnq.alembic_version`` itself.
+SCHEMA_REVISION = """
+SELECT CASE WHEN to_regprocedure('txnq.schema_revision_v1()') IS NOT NULL
+            THEN 'function' END
+"""
+
+
 def current_revision(connection: Connection) -> str | None:
+    """The revision the schema is at (None: no txnq schema). Read through
+    ``txnq.schema_revision_v1()`` where it exists, so that roles without any
+    privilege on txnq's tables (docs/security.md) can check it; from
+    ``txnq.alembic_version`` on older schemas."""
+    driver_connection: Any = connection.connection.driver_connection
+    row = driver_connection.execute(SCHEMA_REVISION).fetchone()
+    if row is not None and row[0] == "function":
+        revision = driver_connection.execute("SELECT txnq.schema_revision_v1()").fetchone()
+        return None if revision is None else revision[0]
     context = MigrationContext.configure(connection, opts={"version_table_schema": "txnq"})
     return context.get_current_revision()
 

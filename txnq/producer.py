@@ -1,6 +1,6 @@
 """The producer: routes messages to partitions, batches them in a client-side
 pending queue (one batch per partition becomes one entry), and appends each
-batch with one call of ``txnq.append_v3``.
+batch with one call of ``txnq.append_v4``.
 
 Idempotent by default, as Kafka's producer: the producer has an id and an
 epoch, and numbers the messages of each partition in sequence. A batch whose
@@ -48,6 +48,7 @@ from txnq.durations import Duration, Size, parse_duration, parse_size
 from txnq.messages import (
     MessageId,
     check_event_time,
+    check_time,
     encode_key,
     encode_payload,
     encode_properties,
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 ROUTING_MODES = ("key_hash", "round_robin")
 #: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
 PARTITIONS_REFRESH_SECONDS = 60.0
-#: SQLSTATE of append_v3 for a topic over its backlog quota with policy
+#: SQLSTATE of append_v4 for a topic over its backlog quota with policy
 #: producer_hold: the producer waits and re-checks, starting after the first
 #: delay and doubling it up to the second.
 BACKLOG_QUOTA_HOLD = "TQ017"
@@ -83,16 +84,13 @@ def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -
         delay = parse_duration(deliver_after, what="deliver_after")
         return datetime.now(UTC) + timedelta(seconds=delay)
     if deliver_at is not None:
-        if not isinstance(deliver_at, datetime):
-            raise errors.InvalidArgumentError(
-                f"deliver_at must be a datetime, not {type(deliver_at).__name__}"
-            )
-        if deliver_at.tzinfo is None:
-            raise errors.InvalidArgumentError(
-                "deliver_at must be timezone-aware (e.g. datetime.now(UTC) + timedelta(...))"
-            )
-        return deliver_at
+        return check_time(deliver_at, "deliver_at")
     return None
+
+
+def result_timeout(timeout: object) -> float | None:
+    """The ``timeout`` of ``PendingSend.result()`` in seconds (None: wait for good)."""
+    return None if timeout is None else parse_duration(cast(Duration, timeout), what="timeout")
 
 
 def partition_for_key(key: bytes, partitions: int) -> int:
@@ -140,7 +138,7 @@ class PendingSend:
 
     def result(self, timeout: float | None = None) -> MessageId:
         try:
-            offset = self._batch.future.result(timeout)
+            offset = self._batch.future.result(result_timeout(timeout))
         except TimeoutError:
             raise errors.TimeoutError(
                 f"message not written within {timeout}s; call producer.flush() or wait longer"
@@ -156,7 +154,12 @@ class PendingSend:
         return MessageId(self._topic, self._partition, offset, self._index)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        return self._batch.future.exception(timeout)
+        try:
+            return self._batch.future.exception(result_timeout(timeout))
+        except TimeoutError:
+            raise errors.TimeoutError(
+                f"message not written within {timeout}s; call producer.flush() or wait longer"
+            ) from None
 
 
 class ProducerBase:
@@ -202,7 +205,7 @@ class ProducerBase:
             )
         try:
             "".encode(encoding)
-        except (LookupError, TypeError):
+        except (LookupError, TypeError, ValueError):
             raise errors.InvalidArgumentError(f"unknown encoding {encoding!r}") from None
         self._max_messages = batching_max_messages
         self._max_bytes = max(1, parse_size(batching_max_bytes, what="batching_max_bytes"))
@@ -256,7 +259,9 @@ class ProducerBase:
         if self._failure is not None:
             raise self._failure
         if self._closed:
-            raise errors.ClosedError(f"producer {self.name!r} is closed")
+            raise errors.ClosedError(
+                f"producer {self.name!r} is closed: create a new one with client.producer()"
+            )
 
     def _prepare(
         self, value: object, key: object, properties: object, event_time: object
@@ -289,7 +294,7 @@ class ProducerBase:
             row = yield Call("topic_partition_count", {"topic_id": self._topic.topic_id})
         except (errors.TxnqError, psycopg.Error):
             return
-        if row is not None:
+        if row is not None and row[0] is not None:
             self._partitions = max(self._partitions, int(row[0]))
 
     def _route(self, key: bytes | None, partition: int | None) -> int:
@@ -417,7 +422,7 @@ class ProducerBase:
         txn: TransactionBase | None = None,
         deliver_at: datetime | None = None,
     ) -> Plan[int]:
-        """One call of append_v3 (append_delayed_v1 with ``deliver_at``; the
+        """One call of append_v4 (append_delayed_v2 with ``deliver_at``; the
         face holds its I/O lock); the entry offset.
 
         A broken connection leaves the outcome unknown: reconnect and retry the
@@ -797,6 +802,7 @@ class Producer(ProducerBase):
             self._client._forget(self)
 
     def __enter__(self) -> Producer:
+        self._check_usable()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -23,7 +23,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, OID, TIMESTAMP
 from sqlalchemy.dialects.postgresql import base as postgresql_base
 from sqlalchemy.types import UserDefinedType
 
@@ -113,6 +113,8 @@ entry_logs = Table(
     Column("dropped_at", TZ),
     # A COMPACTING log receives the live rows of this sealed log (revision 0004).
     Column("compacted_from", Integer),
+    # Of a COMPACTING log: the source rows its last catch-up counted (revision 0015).
+    Column("compaction_source_rows", BigInteger),
     Index(
         "entry_logs_one_compaction_per_source",
         "compacted_from",
@@ -254,6 +256,8 @@ transactions = Table(
     Column("completed_at", TZ),
     Column("transactional_id", Text),
     Column("producer_epoch", Integer),
+    # The role that opened it (revision 0015, docs/security.md); NULL: opened before.
+    Column("opened_by", OID, server_default=text("txnq.caller_role_v1()")),
     Index("transactions_open_by_timeout", "timeout_at"),
     Index("transactions_deciding", "tc_id", "txn_seq"),
     Index("transactions_open_by_transactional_id", "transactional_id"),
@@ -436,4 +440,20 @@ sink_transactions = Table(
     Column("checkpoint_id", BigInteger),
     Column("begun_at", TZ, nullable=False),
     Column("prepared_at", TZ),
+)
+
+
+# Per-topic permissions (revision 0015, docs/security.md): a role may produce,
+# consume or administer a topic, or every topic whose name starts with a prefix.
+topic_permissions = Table(
+    "topic_permissions",
+    metadata,
+    Column("resource", Text(collation="C"), primary_key=True),
+    Column("is_prefix", Boolean, primary_key=True),
+    Column("grantee", Text, primary_key=True),
+    Column("action", Text, primary_key=True),
+    Column("granted_by", Text, nullable=False),
+    Column("granted_at", TZ, nullable=False),
+    Index("topic_permissions_by_grantee", "grantee", "resource"),
+    Index("topic_permissions_prefixes", "resource", postgresql_where=text("is_prefix")),
 )

@@ -197,7 +197,7 @@ def _coerce(name: str, value: Any) -> Any:
         if kind in ("float", float):
             return float(value)
         return str(value)
-    except (ValueError, InvalidArgumentError) as exc:
+    except (ValueError, TypeError, OverflowError, InvalidArgumentError) as exc:
         raise ConfigurationError(f"{where} has an unusable value {value!r}: {exc}") from None
 
 

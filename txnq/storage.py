@@ -39,7 +39,18 @@ SQLSTATE_ERRORS: dict[str, type[errors.TxnqError]] = {
     "TQ015": errors.TransactionTimedOutError,
     "TQ016": errors.BacklogQuotaExceededError,  # policy producer_error
     "TQ017": errors.BacklogQuotaExceededError,  # policy producer_hold: the producer waits first
+    "TQ018": errors.PermissionDeniedError,  # no grant on the topic, or another role's transaction
+    # PostgreSQL's own "permission denied" (no EXECUTE on a function, no
+    # privilege on a table): the role is in none of the txnq roles that may.
+    "42501": errors.PermissionDeniedError,
 }
+
+#: Appended to PostgreSQL's own permission errors (42501), which say what was
+#: denied but not what to do.
+INSUFFICIENT_PRIVILEGE_HINT = (
+    "the role is not in the txnq role that may do this (txnq_client for applications, "
+    "txnq_worker for coordinators, txnq_scheduler for the scheduler): see docs/security.md"
+)
 
 
 def sqlalchemy_url(dsn: str) -> URL:
@@ -116,6 +127,8 @@ def translate(exc: psycopg.Error) -> errors.TxnqError | None:
     message = diag.message_primary or str(exc)
     if diag.message_hint:
         message = f"{message} ({diag.message_hint})"
+    elif exc.sqlstate == "42501":
+        message = f"{message} ({INSUFFICIENT_PRIVILEGE_HINT})"
     return kind(message)
 
 

@@ -81,6 +81,10 @@ class TxnId(NamedTuple):
 
     @classmethod
     def _checked(cls, tc_id: int, seq: int) -> TxnId:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (tc_id, seq)):
+            raise errors.InvalidArgumentError(
+                f"a transaction id is two ints (tc_id, seq), not ({tc_id!r}, {seq!r})"
+            )
         if not 0 <= tc_id < 1 << TC_BITS or not 0 <= seq < 1 << 63:
             raise errors.InvalidArgumentError(
                 f"transaction id {tc_id}:{seq} is out of range: the coordinator is 0..65535"
@@ -206,6 +210,11 @@ class TransactionBase:
         if consumer not in self._consumers:
             self._consumers.append(consumer)
 
+    @staticmethod
+    def _check_wait(wait: object) -> None:
+        if not isinstance(wait, bool):
+            raise errors.InvalidArgumentError(f"wait must be True or False, not {wait!r}")
+
     def _commit_plan(self, *, wait: bool) -> Plan[None]:
         """Commit after the face flushed its producers: abort instead if a send failed."""
         if self._failure is not None:
@@ -321,6 +330,7 @@ class Transaction(TransactionBase):
         failed: it is aborted instead), :class:`TransactionTimedOutError`,
         :class:`ProducerFencedError`, or :class:`TransactionEndedError`.
         """
+        self._check_wait(wait)
         with self._lock:
             if self._state in ("ABORTED", "ABORTING"):
                 self._rewind_consumers()  # the system aborted it (timeout, fencing)
@@ -342,6 +352,7 @@ class Transaction(TransactionBase):
             self._run(self._end_plan(commit=False, wait=True))
 
     def __enter__(self) -> Transaction:
+        self._check_open()
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

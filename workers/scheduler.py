@@ -15,7 +15,7 @@ scheduler starts). Jobs that exist today:
 - ``roll_entry_log`` (every 60 s): ``txnq.roll_entry_log_v1(false)``. Appends
   check the entry log's size only on a sample, so an idle system rolls by age
   only through this job;
-- ``abort_timed_out`` (every 1 s): ``txnq.abort_timed_out_v1`` decides ABORTING
+- ``abort_timed_out`` (every 1 s): ``txnq.abort_timed_out_v2`` decides ABORTING
   (reason ``timeout``) for open transactions past their deadline; coordinator
   workers then finish the abort (docs/transactions.md);
 - ``expire_ttl`` (every ``TTL_CHECK_INTERVAL_SECONDS``, 300 s),
@@ -79,7 +79,7 @@ VACUUM_CHECK_SECONDS = 60.0
 #: is aborted within about this long after its deadline (invariant 5).
 TXN_TIMEOUT_CHECK_SECONDS = 1.0
 
-#: Transactions aborted per call of abort_timed_out_v1, and calls per run: a
+#: Transactions aborted per call of abort_timed_out_v2, and calls per run: a
 #: run is bounded even when a crowd of clients vanished at once.
 TXN_TIMEOUT_BATCH = 1000
 TXN_TIMEOUT_MAX_CALLS = 20

@@ -2,9 +2,9 @@
 # Runs once, when the postgres container initialises an empty data volume
 # (/docker-entrypoint-initdb.d). It creates the login role the coordinator
 # workers use, txnq_coordinator, a member of the NOLOGIN group role
-# txnq_worker: row access to txnq's tables, no DDL (docs/operations.md,
-# "Roles"). `txnq migrate` (revision 0007) grants txnq_worker its privileges;
-# the group role is created here first so the login role can join it.
+# txnq_worker: the coordinator's functions, no DDL (docs/security.md).
+# `txnq migrate` grants the group roles their privileges; they are created
+# here first so the login role can join one.
 #
 # Safe to run again (psql -f against a running server, e.g. for a volume
 # created before this script existed): roles that exist are left as they are,
@@ -17,7 +17,7 @@ psql -v ON_ERROR_STOP=1 --no-psqlrc --username "${POSTGRES_USER:-postgres}" \
     --dbname "${POSTGRES_DB:-postgres}" -v worker_password="$TXNQ_WORKER_PASSWORD" \
     -v worker_role="${TXNQ_WORKER_ROLE:-txnq_coordinator}" <<'SQL'
 SELECT format('CREATE ROLE %I NOLOGIN', r)
-  FROM unnest(ARRAY['txnq_admin', 'txnq_client', 'txnq_worker', 'txnq_reader']) AS r
+  FROM unnest(ARRAY['txnq_admin', 'txnq_client', 'txnq_worker', 'txnq_reader', 'txnq_scheduler']) AS r
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) \gexec
 SELECT format('CREATE ROLE %I LOGIN', :'worker_role')
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'worker_role') \gexec

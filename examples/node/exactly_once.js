@@ -22,7 +22,7 @@ async function main() {
     await db.query(
       "CREATE TABLE IF NOT EXISTS node_results (value text, source_partition int, source_offset bigint)"
     );
-    const input = await one(db, "SELECT topic_id FROM txnq.topics WHERE name = 'node-in'");
+    const input = await one(db, "SELECT topic_id FROM txnq.topic_by_name_v1('node-in')");
     const subscriptionId = (
       await one(
         db,
@@ -37,10 +37,8 @@ async function main() {
       await db.query("BEGIN");
       const { rows } = await db.query(
         `SELECT c.partition, f.entry_offset, f.payloads, f.acked_batch_indexes
-           FROM txnq.cursors c,
-                LATERAL txnq.fetch_v4(c.topic_id, c.partition, c.subscription_id,
-                                      c.mark_delete_offset, 10) f
-          WHERE c.topic_id = $1 AND c.subscription_id = $2
+           FROM txnq.cursor_positions_v1($1, $2) c,
+                LATERAL txnq.fetch_v4($1, c.partition, $2, c.mark_delete_offset, 10) f
           ORDER BY c.partition, f.entry_offset`,
         [input.topic_id, subscriptionId]
       );
@@ -62,7 +60,7 @@ async function main() {
             row.partition,
             row.entry_offset,
           ]);
-          await db.query("SELECT txnq.send_at_commit_v1('node-out', $1, $2)", [
+          await db.query("SELECT txnq.send_at_commit_v2('node-out', $1, $2)", [
             Buffer.from(`out ${value}`),
             Buffer.from(value),
           ]);
@@ -86,21 +84,21 @@ async function main() {
     }
 
     // 2. A txnq transaction (two phases), committed, and one aborted.
-    const output = await one(db, "SELECT topic_id FROM txnq.topics WHERE name = 'node-out'");
+    const output = await one(db, "SELECT topic_id FROM txnq.topic_by_name_v1('node-out')");
     for (const [payload, commit] of [
       [`summary ${processed}`, true],
       ["aborted", false],
     ]) {
-      const txn = await one(db, "SELECT tc_id, txn_seq FROM txnq.open_txn_v1(0, 60)");
+      const txn = await one(db, "SELECT tc_id, txn_seq FROM txnq.open_txn_v2(0, 60)");
       await db.query(
-        `SELECT * FROM txnq.append_v3($1, 0, NULL, NULL, NULL, ARRAY[$2::bytea],
+        `SELECT * FROM txnq.append_v4($1, 0, NULL, NULL, NULL, ARRAY[$2::bytea],
                                       NULL, NULL, NULL, $3, $4)`,
         [output.topic_id, Buffer.from(payload), txn.tc_id, txn.txn_seq]
       );
       const done = await one(
         db,
-        `SELECT e.state, txnq.complete_txn_v1($1, $2) AS final_state
-           FROM txnq.end_txn_v1($1, $2, $3) e`,
+        `SELECT e.state, txnq.complete_txn_v2($1, $2) AS final_state
+           FROM txnq.end_txn_v2($1, $2, $3) e`,
         [txn.tc_id, txn.txn_seq, commit]
       );
       console.log(`transaction ${txn.tc_id}:${txn.txn_seq} ${done.final_state}`);

@@ -3,16 +3,44 @@ its arguments itself and checks the caller's permission on the topic; the
 argument checks shared by many functions live in txnq.require_*_v1, the
 permission checks in txnq.authorize*_v1.
 
-Consume side: ack_v3, stage_ack_v2 and ack_shared_v4 check every message id
-against its entry (before, a batch index past the batch or a batch size
-smaller than the entry's acknowledged the whole entry: messages never
-delivered were lost); fetch_v4 (fetch_v2 and fetch_v3 call it), claim_v3,
-nack_shared_v2, release_claims_v2, subscribe_v2, unsubscribe_v2,
+Producing side (group produce): append_v4, append_delayed_v2,
+create_topic_v2, delete_topic_v2, add_partitions_v2, register_producer_v2,
+init_transactional_id_v2, partition_for_key_v2, open_txn_v2, end_txn_v2,
+bind_txn_v2, stage_send_v2, send_at_commit_v2, publish_staged_v2 (and the
+commit triggers' publish_staged_at_commit_v2) and dead_letter_v2 validate
+their arguments and call the permission hooks; the versions they supersede
+become wrappers of them (superseded_0015_produce.sql), so every client from
+revision 0001 on gets the checks (append_v1 and append_v2 stay wrappers of
+append_v3). find_duplicate_v1 and txn_require_open_v1 are internal (only
+checked callers call them) and stay; key_hash_v1 accepts every key.
+
+Consume side (group consume): ack_v3, stage_ack_v2 and ack_shared_v4 check
+every message id against its entry (before, a batch index past the batch or
+a batch size smaller than the entry's acknowledged the whole entry: messages
+never delivered were lost); fetch_v4 (fetch_v2 and fetch_v3 call it),
+claim_v3, nack_shared_v2, release_claims_v2, subscribe_v2, unsubscribe_v2,
 register_consumer_v2, heartbeat_consumer_v2, seek_v2, earliest_offset_v2 and
 subscription_backlog_v2 check their arguments. The versions they replace
-(fetch_v2/v3, ack_v2, stage_ack_v1, ack_shared_v1..v3, claim_v1/v2, ...) are
-wrappers of them (superseded_0015_consume.sql), so older clients keep
-working and get the checks; the downgrade puts their bodies back.
+(fetch_v2/v3, ack_v2, stage_ack_v1, ack_shared_v1..v3, claim_v1/v2, ...)
+become wrappers of them (superseded_0015_consume.sql), so older clients keep
+working and get the checks (fetch_v1 and ack_v1 stay wrappers of fetch_v2
+and ack_v2).
+
+Worker side (group workers): the functions of the coordinator workers and
+the scheduler (finish_txn, complete_txn, complete_txn_partition,
+complete_txn_subscription, abort_timed_out, expire_ttl, apply_retention,
+check_backlog_quota, roll_entry_log, roll_ledger, entry_log_usage,
+entry_log_usage_inspect, compaction_*) get a v2 that checks its arguments;
+their v1 become wrappers (superseded_0015_workers.sql). A compaction target
+records the source row count of its catch-up
+(entry_logs.compaction_source_rows), which the swap requires.
+
+Permissions (group permissions, docs/security.md): per-topic grants
+(txnq.topic_permissions, the view txnq.topic_grants), the authorization hooks
+filled in, the client's direct table reads and writes moved behind
+functions, and grant_roles_v2: every public function runs as its owner with
+a pinned search_path, application roles hold no privilege on any table, the
+coordinator and the scheduler (txnq_scheduler) only what they run.
 
 Revision ID: 0015
 Revises: 0014
@@ -38,9 +66,46 @@ SQL_FILES = [
     "functions/authorize_v1.sql",
     "functions/authorize_topic_name_v1.sql",
     "functions/authorize_txn_v1.sql",
-    # consume: subscriptions, cursors, acks, shared claims. ack_v3, ack_shared_v4
-    # and stage_ack_v2 check every message id against its entry; the versions
-    # they replace become wrappers (superseded_0015_consume.sql).
+    # --- group produce: topics, producing, transactions, application transactions.
+    "functions/append_v4.sql",
+    "functions/append_delayed_v2.sql",
+    "functions/create_topic_v2.sql",
+    "functions/delete_topic_v2.sql",
+    "functions/add_partitions_v2.sql",
+    "functions/register_producer_v2.sql",
+    "functions/init_transactional_id_v2.sql",
+    "functions/partition_for_key_v2.sql",
+    "functions/open_txn_v2.sql",
+    "functions/end_txn_v2.sql",
+    "functions/bind_txn_v2.sql",
+    "functions/stage_send_v2.sql",
+    "functions/send_at_commit_v2.sql",
+    "functions/publish_staged_v2.sql",
+    "functions/dead_letter_v2.sql",
+    "functions/superseded_0015_produce.sql",
+    # --- end of group produce.
+    # --- group workers: the coordinator workers' and the scheduler's functions
+    # (marker phase, timeouts, TTL, retention, backlog quota, ledger and entry-log
+    # rollover, entry-log usage and compaction); a compaction target records its
+    # catch-up's count.
+    "schema/0015_compaction_catch_up.sql",
+    "functions/finish_txn_v2.sql",
+    "functions/complete_txn_partition_v2.sql",
+    "functions/complete_txn_subscription_v2.sql",
+    "functions/complete_txn_v2.sql",
+    "functions/abort_timed_out_v2.sql",
+    "functions/expire_ttl_v2.sql",
+    "functions/apply_retention_v2.sql",
+    "functions/check_backlog_quota_v2.sql",
+    "functions/roll_entry_log_v2.sql",
+    "functions/roll_ledger_v2.sql",
+    "functions/entry_log_usage_v2.sql",
+    "functions/entry_log_usage_inspect_v2.sql",
+    "functions/compaction_v2.sql",
+    "functions/superseded_0015_workers.sql",
+    # --- end of group workers.
+    # --- group consume: subscriptions, cursors, acks, shared claims. ack_v3,
+    # ack_shared_v4 and stage_ack_v2 check every message id against its entry.
     "functions/require_subscription_v1.sql",
     "functions/require_acks_v1.sql",
     "functions/require_claimed_messages_v1.sql",
@@ -59,12 +124,113 @@ SQL_FILES = [
     "functions/seek_v2.sql",
     "functions/subscription_backlog_v2.sql",
     "functions/superseded_0015_consume.sql",
+    # --- end of group consume.
+    # --- group permissions (issue 17 item 3, docs/security.md): who the caller is, the
+    # grants table, the hooks above filled in, the functions the client's
+    # direct reads and writes moved behind, and grant_roles_v2.
+    "functions/caller_v1.sql",
+    "functions/caller_role_v1.sql",
+    "functions/caller_is_trusted_v1.sql",
+    "functions/caller_is_admin_v1.sql",
+    "schema/0015_permissions.sql",
+    "functions/permission_granted_v1.sql",
+    "functions/permission_denied_v1.sql",
+    "functions/topic_visible_v1.sql",
+    "functions/authorize_use_v1.sql",
+    "functions/require_permission_args_v1.sql",
+    "functions/grant_topic_permission_v1.sql",
+    "functions/revoke_topic_permission_v1.sql",
+    "functions/topic_permissions_v1.sql",
+    "views/topic_grants.sql",
+    "functions/schema_revision_v1.sql",
+    "functions/cursor_generation_v1.sql",
+    "functions/cursor_positions_v1.sql",
+    "functions/close_consumer_v1.sql",
+    "functions/register_waiters_v1.sql",
+    "functions/txn_limits_v1.sql",
+    "functions/txn_state_v1.sql",
+    "functions/txn_list_v1.sql",
+    "functions/txn_describe_v1.sql",
+    "functions/txn_describe_partitions_v1.sql",
+    "functions/txn_describe_subscriptions_v1.sql",
+    "functions/txn_history_v1.sql",
+    "functions/txn_find_hanging_v1.sql",
+    "functions/next_visible_claim_v1.sql",
+    "functions/topic_by_name_v1.sql",
+    "functions/topic_partition_count_v1.sql",
+    "functions/list_topics_v1.sql",
+    "functions/topic_partitions_v1.sql",
+    "functions/list_subscriptions_v1.sql",
+    "functions/subscription_by_name_v1.sql",
+    "functions/subscription_cursors_v1.sql",
+    "functions/subscription_consumers_v1.sql",
+    "functions/set_topic_policy_v1.sql",
+    "functions/set_backlog_quota_v1.sql",
+    "functions/backlog_quota_info_v1.sql",
+    "functions/discard_staged_v1.sql",
+    "functions/spark_partition_bounds_v1.sql",
+    "functions/spark_first_offset_at_v1.sql",
+    "functions/read_committed_v1.sql",
+    "functions/spark_ingestion_get_v1.sql",
+    "functions/spark_ingestion_list_v1.sql",
+    "functions/spark_ingestion_create_v1.sql",
+    "functions/spark_ingestion_plan_v1.sql",
+    "functions/spark_ingestion_commit_v1.sql",
+    "functions/spark_ingestion_delete_v1.sql",
+    "functions/sink_begin_v1.sql",
+    "functions/sink_prepare_v1.sql",
+    "functions/sink_forget_v1.sql",
+    "functions/sink_pending_v1.sql",
+    "functions/sink_session_epoch_v1.sql",
+    "functions/sink_session_lock_v1.sql",
+    "functions/coordinator_decided_v1.sql",
+    "functions/coordinator_record_owner_v1.sql",
+    "functions/gc_drop_entry_log_v1.sql",
+    "functions/superseded_0015_permissions.sql",
+    # --- end of group permissions.
+    # Last: grant_roles_v2 gives every function above its role and security
+    # (`txnq migrate` runs the newest grant_roles_vN after every upgrade too).
+    "functions/grant_roles_v2.sql",
 ]
 
-# The bodies the wrappers replaced, put back by the downgrade before the new
-# functions are dropped.
-DOWNGRADE_SQL_FILES = [
-    # consume
+# Downgrading: the superseded versions get their own bodies back (the files
+# of the revisions that shipped them; publish_staged_v1.sql also points the
+# commit triggers back at publish_staged_at_commit_v1), before the new
+# versions are dropped.
+DOWNGRADE_REINSTALL = [
+    # --- group produce.
+    "functions/append_v3.sql",
+    "functions/append_delayed_v1.sql",
+    "functions/add_partitions_v1.sql",
+    "functions/create_topic_v1.sql",
+    "functions/delete_topic_v1.sql",
+    "functions/register_producer_v1.sql",
+    "functions/init_transactional_id_v1.sql",
+    "functions/partition_for_key_v1.sql",
+    "functions/open_txn_v1.sql",
+    "functions/end_txn_v1.sql",
+    "functions/bind_txn_v1.sql",
+    "functions/stage_send_v1.sql",
+    "functions/send_at_commit_v1.sql",
+    "functions/publish_staged_v1.sql",
+    "functions/dead_letter_v1.sql",
+    # --- end of group produce.
+    # --- group workers.
+    "functions/finish_txn_v1.sql",
+    "functions/complete_txn_partition_v1.sql",
+    "functions/complete_txn_subscription_v1.sql",
+    "functions/complete_txn_v1.sql",
+    "functions/abort_timed_out_v1.sql",
+    "functions/expire_ttl_v1.sql",
+    "functions/apply_retention_v1.sql",
+    "functions/check_backlog_quota_v1.sql",
+    "functions/roll_entry_log_v1.sql",
+    "functions/roll_ledger_v1.sql",
+    "functions/entry_log_usage_v1.sql",
+    "functions/entry_log_usage_inspect_v1.sql",
+    "functions/compaction_v1.sql",
+    # --- end of group workers.
+    # --- group consume.
     "functions/fetch_v2.sql",
     "functions/fetch_v3.sql",
     "functions/ack_v2.sql",
@@ -83,17 +249,129 @@ DOWNGRADE_SQL_FILES = [
     "functions/heartbeat_consumer_v1.sql",
     "functions/seek_v1.sql",
     "functions/subscription_backlog_v1.sql",
+    # --- end of group consume.
 ]
 
+# Downgrading, in this order: the superseded versions get their own bodies
+# back (DOWNGRADE_REINSTALL), functions run as their caller again and lose
+# the permissions' objects (DOWNGRADE_PERMISSIONS), the new versions go
+# (DOWNGRADE), and revision 0007's grants are made again (DOWNGRADE_GRANTS).
+DOWNGRADE_PERMISSIONS = """
+-- permissions: functions run as their caller again (but the three that ran
+-- as their owner before: roll_entry_log_v1, compaction_begin_v1,
+-- entry_log_usage_inspect_v1), EXECUTE back to PUBLIC, then grant_roles_v1's
+-- rules (rows for txnq_client and txnq_worker); txnq_scheduler loses what it
+-- was granted here (the role stays: it belongs to the cluster).
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'txnq'::regnamespace AND p.prosecdef
+                AND p.proname NOT IN ('roll_entry_log_v1', 'compaction_begin_v1',
+                                      'entry_log_usage_inspect_v1')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SECURITY INVOKER RESET search_path', r.fn);
+    END LOOP;
+    FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'txnq'::regnamespace AND NOT p.prosecdef
+                AND p.proname !~ '^grant_roles_v'
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', r.fn);
+    END LOOP;
+    IF pg_catalog.to_regrole('txnq_scheduler') IS NOT NULL THEN
+        REVOKE ALL ON ALL TABLES IN SCHEMA txnq FROM txnq_scheduler;
+        REVOKE ALL ON ALL SEQUENCES IN SCHEMA txnq FROM txnq_scheduler;
+        REVOKE ALL ON ALL FUNCTIONS IN SCHEMA txnq FROM txnq_scheduler;
+        REVOKE ALL ON SCHEMA txnq FROM txnq_scheduler;
+    END IF;
+END $$;
+DROP VIEW txnq.topic_grants;
+ALTER TABLE txnq.transactions DROP COLUMN opened_by;
+DROP TABLE txnq.topic_permissions;
+DROP FUNCTION txnq.grant_roles_v2();
+DROP FUNCTION txnq.gc_drop_entry_log_v1(integer, text);
+DROP FUNCTION txnq.authorize_use_v1(integer);
+DROP FUNCTION txnq.backlog_quota_info_v1(integer);
+DROP FUNCTION txnq.caller_is_admin_v1(name);
+DROP FUNCTION txnq.caller_is_trusted_v1(name);
+DROP FUNCTION txnq.caller_v1();
+DROP FUNCTION txnq.caller_role_v1();
+DROP FUNCTION txnq.close_consumer_v1(integer,bigint);
+DROP FUNCTION txnq.coordinator_decided_v1(integer[],double precision,integer);
+DROP FUNCTION txnq.coordinator_record_owner_v1(text,integer[]);
+DROP FUNCTION txnq.cursor_generation_v1(integer,integer,bigint);
+DROP FUNCTION txnq.cursor_positions_v1(integer,bigint);
+DROP FUNCTION txnq.discard_staged_v1();
+DROP FUNCTION txnq.grant_topic_permission_v1(text,text,boolean,text[]);
+DROP FUNCTION txnq.list_subscriptions_v1(integer);
+DROP FUNCTION txnq.list_topics_v1();
+DROP FUNCTION txnq.next_visible_claim_v1(bigint);
+DROP FUNCTION txnq.permission_denied_v1(name,text,text,boolean,text);
+DROP FUNCTION txnq.permission_granted_v1(name,text,text,boolean);
+DROP FUNCTION txnq.read_committed_v1(integer,integer,bigint,bigint);
+DROP FUNCTION txnq.register_waiters_v1(integer,bigint,integer[]);
+DROP FUNCTION txnq.require_permission_args_v1(text,text,boolean,text[],boolean);
+DROP FUNCTION txnq.revoke_topic_permission_v1(text,text,boolean,text[]);
+DROP FUNCTION txnq.schema_revision_v1();
+DROP FUNCTION txnq.set_backlog_quota_v1(integer, boolean, bigint, boolean, double precision,
+                                        boolean, text);
+DROP FUNCTION txnq.set_topic_policy_v1(integer,double precision,bigint,double precision,boolean);
+DROP FUNCTION txnq.sink_begin_v1(text,integer,bigint);
+DROP FUNCTION txnq.sink_forget_v1(text,integer,bigint);
+DROP FUNCTION txnq.sink_pending_v1(text);
+DROP FUNCTION txnq.sink_prepare_v1(text,integer,bigint,bigint);
+DROP FUNCTION txnq.sink_session_epoch_v1(text);
+DROP FUNCTION txnq.sink_session_lock_v1(text);
+DROP FUNCTION txnq.spark_first_offset_at_v1(integer,timestamp with time zone);
+DROP FUNCTION txnq.spark_ingestion_commit_v1(text,bigint);
+DROP FUNCTION txnq.spark_ingestion_create_v1(text,integer);
+DROP FUNCTION txnq.spark_ingestion_delete_v1(text);
+DROP FUNCTION txnq.spark_ingestion_get_v1(text);
+DROP FUNCTION txnq.spark_ingestion_list_v1();
+DROP FUNCTION txnq.spark_ingestion_plan_v1(text,bigint[]);
+DROP FUNCTION txnq.spark_partition_bounds_v1(integer);
+DROP FUNCTION txnq.subscription_by_name_v1(integer,text);
+DROP FUNCTION txnq.subscription_consumers_v1(bigint);
+DROP FUNCTION txnq.subscription_cursors_v1(integer,bigint);
+DROP FUNCTION txnq.topic_by_name_v1(text);
+DROP FUNCTION txnq.topic_partition_count_v1(integer);
+DROP FUNCTION txnq.topic_partitions_v1(integer);
+DROP FUNCTION txnq.topic_permissions_v1(text,text);
+DROP FUNCTION txnq.topic_visible_v1(name,text);
+DROP FUNCTION txnq.txn_describe_partitions_v1(integer,bigint);
+DROP FUNCTION txnq.txn_describe_subscriptions_v1(integer,bigint);
+DROP FUNCTION txnq.txn_describe_v1(integer,bigint);
+DROP FUNCTION txnq.txn_find_hanging_v1(double precision);
+DROP FUNCTION txnq.txn_history_v1(integer,bigint);
+DROP FUNCTION txnq.txn_limits_v1();
+DROP FUNCTION txnq.txn_list_v1(text,double precision,integer);
+DROP FUNCTION txnq.txn_state_v1(integer,bigint);
+"""
+
 DOWNGRADE = """
-DROP FUNCTION txnq.require_partition_v1(integer, integer);
-DROP FUNCTION txnq.require_number_v1(text, double precision, double precision, double precision, boolean);
-DROP FUNCTION txnq.require_timestamps_v1(text, timestamptz[]);
-DROP FUNCTION txnq.require_properties_v1(jsonb[]);
-DROP FUNCTION txnq.authorize_v1(integer, text);
-DROP FUNCTION txnq.authorize_topic_name_v1(text, text);
-DROP FUNCTION txnq.authorize_txn_v1(integer, bigint);
--- consume
+-- group produce
+DROP FUNCTION txnq.append_v4(integer, integer, bigint, integer, bigint, bytea[], bytea[], jsonb[],
+                             timestamptz[], integer, bigint);
+DROP FUNCTION txnq.append_delayed_v2(integer, integer, bigint, integer, bigint, bytea[], bytea[],
+                                     jsonb[], timestamptz[], integer, bigint, timestamptz);
+DROP FUNCTION txnq.create_topic_v2(text, integer, double precision, bigint, double precision,
+                                   integer);
+DROP FUNCTION txnq.delete_topic_v2(integer, boolean);
+DROP FUNCTION txnq.add_partitions_v2(integer, integer);
+DROP FUNCTION txnq.register_producer_v2(integer, text);
+DROP FUNCTION txnq.init_transactional_id_v2(text);
+DROP FUNCTION txnq.partition_for_key_v2(bytea, integer);
+DROP FUNCTION txnq.open_txn_v2(integer, double precision);
+DROP FUNCTION txnq.end_txn_v2(integer, bigint, boolean, text, boolean);
+DROP FUNCTION txnq.bind_txn_v2(integer, bigint, text, integer);
+DROP FUNCTION txnq.send_at_commit_v2(text, bytea, bytea, jsonb, integer);
+DROP FUNCTION txnq.stage_send_v2(integer, integer, bytea[], bytea[], jsonb[], timestamptz[]);
+DROP FUNCTION txnq.publish_staged_at_commit_v2();
+DROP FUNCTION txnq.publish_staged_v2();
+DROP FUNCTION txnq.dead_letter_v2(integer, integer, bigint, bigint, integer, integer, text);
+-- end of group produce
+-- group consume
 DROP FUNCTION txnq.require_subscription_v1(integer, integer, bigint);
 DROP FUNCTION txnq.require_acks_v1(text, integer, integer, bigint, bigint[], integer[], integer[]);
 DROP FUNCTION txnq.require_claimed_messages_v1(integer, integer, bigint, bigint[], integer[]);
@@ -113,6 +391,40 @@ DROP FUNCTION txnq.register_consumer_v2(bigint, text, integer, double precision)
 DROP FUNCTION txnq.heartbeat_consumer_v2(bigint, double precision);
 DROP FUNCTION txnq.seek_v2(integer, integer, bigint, bigint, timestamptz);
 DROP FUNCTION txnq.subscription_backlog_v2(integer);
+-- end of group consume
+DROP FUNCTION txnq.require_partition_v1(integer, integer);
+DROP FUNCTION txnq.require_number_v1(
+    text, double precision, double precision, double precision, boolean);
+DROP FUNCTION txnq.require_timestamps_v1(text, timestamptz[]);
+DROP FUNCTION txnq.require_properties_v1(jsonb[]);
+DROP FUNCTION txnq.authorize_v1(integer, text);
+DROP FUNCTION txnq.authorize_topic_name_v1(text, text);
+DROP FUNCTION txnq.authorize_txn_v1(integer, bigint);
+-- workers: the restored v1 bodies run as their owner again, as revision 0007 made them.
+ALTER FUNCTION txnq.roll_entry_log_v1(boolean)
+    SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp;
+ALTER FUNCTION txnq.compaction_begin_v1(integer)
+    SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp;
+DROP FUNCTION txnq.finish_txn_v2(integer, bigint);
+DROP FUNCTION txnq.complete_txn_v2(integer, bigint);
+DROP FUNCTION txnq.complete_txn_partition_v2(integer, bigint, integer, integer);
+DROP FUNCTION txnq.complete_txn_subscription_v2(integer, bigint, integer, integer, bigint);
+DROP FUNCTION txnq.abort_timed_out_v2(integer);
+DROP FUNCTION txnq.expire_ttl_v2(integer);
+DROP FUNCTION txnq.apply_retention_v2(integer);
+DROP FUNCTION txnq.check_backlog_quota_v2(integer);
+DROP FUNCTION txnq.roll_entry_log_v2(boolean);
+DROP FUNCTION txnq.roll_ledger_v2(integer, integer, bigint);
+DROP FUNCTION txnq.entry_log_usage_inspect_v2(integer);
+DROP FUNCTION txnq.entry_log_usage_v2(integer);
+DROP FUNCTION txnq.compaction_begin_v2(integer);
+DROP FUNCTION txnq.compaction_last_key_v2(integer);
+DROP FUNCTION txnq.compaction_copy_v2(integer, integer, integer, bigint, integer, bigint);
+DROP FUNCTION txnq.compaction_catch_up_v2(integer);
+DROP FUNCTION txnq.compaction_swap_v2(integer, bigint, text);
+DROP FUNCTION txnq.compaction_abandon_v2(integer);
+DROP FUNCTION txnq.compaction_tables_v2(integer);
+ALTER TABLE txnq.entry_logs DROP COLUMN compaction_source_rows;
 """
 
 
@@ -120,6 +432,16 @@ def upgrade() -> None:
     apply_sql_files(op.get_bind(), SQL_FILES)
 
 
+DOWNGRADE_GRANTS = """
+REVOKE EXECUTE ON FUNCTION txnq.roll_entry_log_v1(boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION txnq.compaction_begin_v1(integer) FROM PUBLIC;
+SELECT txnq.grant_roles_v1();
+"""
+
+
 def downgrade() -> None:
-    apply_sql_files(op.get_bind(), DOWNGRADE_SQL_FILES)
-    op.get_bind().connection.driver_connection.execute(DOWNGRADE)
+    connection = op.get_bind()
+    apply_sql_files(connection, DOWNGRADE_REINSTALL)
+    driver_connection = connection.connection.driver_connection
+    for statements in (DOWNGRADE_PERMISSIONS, DOWNGRADE, DOWNGRADE_GRANTS):
+        driver_connection.execute(statements)

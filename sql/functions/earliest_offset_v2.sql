@@ -6,13 +6,13 @@
 -- Parameters: (topic_id, partition).
 -- Returns the offset (0 for a partition that never deleted a ledger).
 -- Locks: none.
--- Errors: TQ001 unknown topic or partition; authorize_v1's.
+-- Internal (grant_roles_v2): its callers check the caller's permission.
+-- Errors: TQ001 unknown topic or partition.
 CREATE OR REPLACE FUNCTION txnq.earliest_offset_v2(p_topic_id integer, p_partition integer)
 RETURNS bigint
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
     PERFORM txnq.require_partition_v1(p_topic_id, p_partition);
-    PERFORM txnq.authorize_v1(p_topic_id, 'consume');
     RETURN (SELECT coalesce(min(l.first_offset), 0)
               FROM txnq.ledgers l
              WHERE l.topic_id = p_topic_id AND l.partition = p_partition AND l.state <> 'DELETED');

@@ -15,7 +15,8 @@
 --   (Pulsar's backlog is also counted from the mark-delete position).
 -- Cost: reads the entries of the backlog (index range scans), so it runs in
 --   the periodic check, never per message.
--- Errors: TQ001 unknown topic; authorize_v1's.
+-- Internal (grant_roles_v2): its callers check the caller's permission.
+-- Errors: TQ001 unknown topic.
 CREATE OR REPLACE FUNCTION txnq.subscription_backlog_v2(p_topic_id integer)
 RETURNS TABLE (subscription_id bigint, name text, backlog_entries bigint, backlog_bytes bigint,
                oldest_publish_time timestamptz)
@@ -27,7 +28,6 @@ BEGIN
             MESSAGE = format('topic id %s does not exist', coalesce(p_topic_id::text, 'NULL')),
             HINT = 'look the topic up by name (txnq.topic_status) or create it first';
     END IF;
-    PERFORM txnq.authorize_v1(p_topic_id, 'consume');
     RETURN QUERY
     SELECT s.subscription_id, s.name,
            coalesce(sum(greatest(h.max_read_offset - c.mark_delete_offset, 0)), 0)::bigint,

@@ -2,20 +2,19 @@
 -- application's own connection, inside its transaction. One call each.
 
 -- name: stage_send
-SELECT txnq.stage_send_v1(%(topic_id)s, %(partition)s, %(payloads)b, %(keys)b,
+SELECT txnq.stage_send_v2(%(topic_id)s, %(partition)s, %(payloads)b, %(keys)b,
                           %(properties)s::text[]::jsonb[], %(event_times)s)
 
 -- name: send_at_commit
-SELECT txnq.send_at_commit_v1(%(topic)s, %(payload)b, %(key)b, %(properties)s::jsonb, %(partition)s)
+SELECT txnq.send_at_commit_v2(%(topic)s, %(payload)b, %(key)b, %(properties)s::jsonb, %(partition)s)
 
 -- name: stage_ack
 SELECT txnq.stage_ack_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s,
                          %(batch_indexes)s, %(batch_sizes)s)
 
 -- name: publish_staged
-SELECT stage_id, topic_id, partition, entry_offset, first_batch_index FROM txnq.publish_staged_v1()
+SELECT stage_id, topic_id, partition, entry_offset, first_batch_index FROM txnq.publish_staged_v2()
 
 -- name: discard_staged
 -- abort(): the caller's transaction goes on without what txnq staged in it.
-WITH sends AS (DELETE FROM txnq.staged_sends WHERE xact = pg_current_xact_id())
-DELETE FROM txnq.staged_acks WHERE xact = pg_current_xact_id()
+SELECT txnq.discard_staged_v1()

@@ -29,10 +29,7 @@ SELECT pg_try_advisory_lock(7301, %(tc_id)s)
 SELECT pg_advisory_unlock(7301, %(tc_id)s)
 
 -- name: coordinator_record_owner
-INSERT INTO txnq.coordinators AS c (tc_id, owner, owned_since)
-SELECT t, %(owner)s, now() FROM unnest(%(tc_ids)s::int[]) AS t
-ON CONFLICT (tc_id) DO UPDATE SET owner = excluded.owner, owned_since = excluded.owned_since
- WHERE c.owner IS DISTINCT FROM excluded.owner
+SELECT txnq.coordinator_record_owner_v1(%(owner)s, %(tc_ids)s::int[])
 
 -- name: coordinator_decided
 -- Decided transactions of the given coordinators, oldest decision first. A
@@ -43,12 +40,8 @@ ON CONFLICT (tc_id) DO UPDATE SET owner = excluded.owner, owned_since = excluded
 -- behind it, and the next scan finds it again if it is still unfinished. The
 -- worker runs this in autocommit, so the lock ends with the statement; each
 -- step of the marker phase takes its own locks.
-SELECT tc_id, txn_seq, state FROM txnq.transactions
- WHERE state IN ('COMMITTING', 'ABORTING') AND tc_id = ANY(%(tc_ids)s::int[])
-   AND decided_at <= now() - make_interval(secs => %(grace_seconds)s)
- ORDER BY decided_at
- LIMIT %(limit)s
-   FOR NO KEY UPDATE SKIP LOCKED
+SELECT tc_id, txn_seq, state
+  FROM txnq.coordinator_decided_v1(%(tc_ids)s::int[], %(grace_seconds)s, %(limit)s)
 
 -- name: coordinator_unmarked_partitions
 SELECT topic_id, partition FROM txnq.txn_partitions
@@ -61,17 +54,17 @@ SELECT topic_id, partition, subscription_id FROM txnq.txn_subscriptions
  ORDER BY topic_id, partition, subscription_id
 
 -- name: complete_txn_partition
-SELECT txnq.complete_txn_partition_v1(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s)
+SELECT txnq.complete_txn_partition_v2(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s)
 
 -- name: complete_txn_subscription
-SELECT txnq.complete_txn_subscription_v1(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s,
+SELECT txnq.complete_txn_subscription_v2(%(txn_tc)s, %(txn_seq)s, %(topic_id)s, %(partition)s,
                                          %(subscription_id)s)
 
 -- name: finish_txn
-SELECT txnq.finish_txn_v1(%(txn_tc)s, %(txn_seq)s)
+SELECT txnq.finish_txn_v2(%(txn_tc)s, %(txn_seq)s)
 
 -- name: abort_timed_out
-SELECT tc_id, txn_seq FROM txnq.abort_timed_out_v1(%(max_count)s)
+SELECT tc_id, txn_seq FROM txnq.abort_timed_out_v2(%(max_count)s)
 
 -- name: coordinator_members
 -- The membership keys of the live workers of this database, in order: a

@@ -2,7 +2,7 @@
 
 -- name: append
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v3(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
+  FROM txnq.append_v4(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
                       %(payloads)b, %(keys)b, %(properties)s::text[]::jsonb[], %(event_times)s,
                       %(txn_tc)s, %(txn_seq)s)
 
@@ -11,14 +11,14 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
 -- partition, producer_id, epoch, first_sequence, payloads, keys, properties,
 -- event_times, txn_tc, txn_seq.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v3(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
+  FROM txnq.append_v4(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
 
 -- name: roll_entry_log
-SELECT txnq.roll_entry_log_v1(%(force)s)
+SELECT txnq.roll_entry_log_v2(%(force)s)
 
 -- name: register_producer
 SELECT producer_id, epoch, partition, last_sequence
-  FROM txnq.register_producer_v1(%(topic_id)s, %(name)s)
+  FROM txnq.register_producer_v2(%(topic_id)s, %(name)s)
 
 -- name: fetch
 SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
@@ -30,8 +30,7 @@ SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
 -- Run after ack_v3 in the same PostgreSQL transaction: the cursor row is locked,
 -- so this reads the latest committed generation (a cumulative ack in a
 -- transaction checks that no rewind happened since its message was delivered).
-SELECT generation FROM txnq.cursors
- WHERE topic_id = %(topic_id)s AND partition = %(partition)s AND subscription_id = %(subscription_id)s
+SELECT txnq.cursor_generation_v1(%(topic_id)s, %(partition)s, %(subscription_id)s) AS generation
 
 -- name: ack
 SELECT txnq.ack_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
@@ -55,16 +54,11 @@ SELECT txnq.register_consumer_v2(%(subscription_id)s, %(name)s, %(priority)s, %(
 SELECT consumer_id, name, priority FROM txnq.heartbeat_consumer_v2(%(consumer_id)s, %(lease_seconds)s)
 
 -- name: close_consumer
-WITH gone AS (DELETE FROM txnq.consumers WHERE consumer_id = %(consumer_id)s)
-DELETE FROM txnq.consumer_waiters WHERE topic_id = %(topic_id)s AND consumer_id = %(consumer_id)s
+SELECT txnq.close_consumer_v1(%(topic_id)s, %(consumer_id)s)
 
 -- name: register_waiters
-INSERT INTO txnq.consumer_waiters (topic_id, partition, consumer_id)
-SELECT %(topic_id)s, p, %(consumer_id)s FROM unnest(%(partitions)s::int[]) AS p
-ON CONFLICT DO NOTHING
+SELECT txnq.register_waiters_v1(%(topic_id)s, %(consumer_id)s, %(partitions)s::int[])
 
 -- name: cursor_positions
 SELECT partition, mark_delete_offset, generation
-  FROM txnq.cursors
- WHERE topic_id = %(topic_id)s AND subscription_id = %(subscription_id)s
- ORDER BY partition
+  FROM txnq.cursor_positions_v1(%(topic_id)s, %(subscription_id)s)

@@ -2,19 +2,16 @@
 
 -- name: set_topic_policy
 -- Each policy NULL keeps its value; clear_ttl removes the TTL.
-UPDATE txnq.topics
-   SET retention_seconds = coalesce(%(retention_seconds)s, retention_seconds),
-       retention_bytes = coalesce(%(retention_bytes)s, retention_bytes),
-       ttl_seconds = CASE WHEN %(clear_ttl)s THEN NULL
-                          ELSE coalesce(%(ttl_seconds)s, ttl_seconds) END
- WHERE topic_id = %(topic_id)s
+SELECT txnq.set_topic_policy_v1(%(topic_id)s, %(retention_seconds)s::double precision,
+                                %(retention_bytes)s::bigint, %(ttl_seconds)s::double precision,
+                                %(clear_ttl)s)
 
 -- name: ttl_topics
 SELECT topic_id, name FROM txnq.topics WHERE ttl_seconds > 0 ORDER BY topic_id
 
 -- name: expire_ttl
 SELECT partition, subscription_id, mark_delete_before, mark_delete_after
-  FROM txnq.expire_ttl_v1(%(topic_id)s)
+  FROM txnq.expire_ttl_v2(%(topic_id)s)
 
 -- name: retention_topics
 -- Topics whose retention can delete something (not kept forever).
@@ -25,7 +22,7 @@ SELECT topic_id, name FROM txnq.topics
 
 -- name: apply_retention
 SELECT partition, ledger_id, first_offset, last_offset, size_bytes
-  FROM txnq.apply_retention_v1(%(topic_id)s)
+  FROM txnq.apply_retention_v2(%(topic_id)s)
 
 -- name: gc_try_lock
 -- One entry-log GC at a time across processes (session-level, on GC's own connection).
@@ -44,7 +41,7 @@ SELECT l.entry_log_id, l.table_name, l.sealed_at
  ORDER BY l.entry_log_id
 
 -- name: entry_log_usage
-SELECT entries, bytes, live_entries, live_bytes FROM txnq.entry_log_usage_v1(%(entry_log_id)s)
+SELECT entries, bytes, live_entries, live_bytes FROM txnq.entry_log_usage_v2(%(entry_log_id)s)
 
 -- name: entry_log_table_state
 -- exists: the table is there; attached: it is a partition of txnq.entries;
@@ -82,26 +79,26 @@ SELECT l.entry_log_id, l.table_name, l.state, l.created_at, l.sealed_at, l.dropp
  ORDER BY l.entry_log_id
 
 -- name: compaction_begin
-SELECT txnq.compaction_begin_v1(%(source)s)
+SELECT txnq.compaction_begin_v2(%(source)s)
 
 -- name: compaction_copy
 SELECT rows, bytes, last_topic, last_partition, last_offset
-  FROM txnq.compaction_copy_v1(%(target)s, %(after_topic)s, %(after_partition)s, %(after_offset)s,
+  FROM txnq.compaction_copy_v2(%(target)s, %(after_topic)s, %(after_partition)s, %(after_offset)s,
                                %(max_rows)s, %(max_bytes)s)
 
 -- name: compaction_resume_key
 -- Where an interrupted compaction's copy goes on: the last key in its target
 -- (the copy runs in key order). NULL: start from the beginning.
-SELECT topic_id, partition, entry_offset FROM txnq.compaction_last_key_v1(%(target)s)
+SELECT topic_id, partition, entry_offset FROM txnq.compaction_last_key_v2(%(target)s)
 
 -- name: compaction_catch_up
-SELECT copied, source_rows FROM txnq.compaction_catch_up_v1(%(target)s)
+SELECT copied, source_rows FROM txnq.compaction_catch_up_v2(%(target)s)
 
 -- name: compaction_swap
-SELECT txnq.compaction_swap_v1(%(target)s, %(source_rows)s, %(lock_timeout)s)
+SELECT txnq.compaction_swap_v2(%(target)s, %(source_rows)s, %(lock_timeout)s)
 
 -- name: compaction_abandon
-SELECT txnq.compaction_abandon_v1(%(target)s)
+SELECT txnq.compaction_abandon_v2(%(target)s)
 
 -- name: compactions_without_source
 -- Compaction targets whose source is no longer a sealed log (dropped by GC
@@ -201,8 +198,23 @@ SELECT txnq.unsubscribe_v2(s.subscription_id, NULL, false)
 -- The small, constantly updated tables of txnq with more dead tuples than
 -- min_dead and than a fifth of their live ones: what autovacuum would pick,
 -- for servers where it is off or behind.
-SELECT s.relname, s.n_dead_tup, s.n_live_tup
+-- may_vacuum: this role may VACUUM it (its owner's privileges, or
+-- PostgreSQL 17's MAINTAIN, which grant_roles_v2 gives txnq_scheduler).
+SELECT s.relname, s.n_dead_tup, s.n_live_tup,
+       CASE WHEN current_setting('server_version_num')::integer >= 170000
+            THEN has_table_privilege(s.relid, 'MAINTAIN')
+            ELSE pg_has_role(current_user, c.relowner, 'USAGE') END AS may_vacuum
   FROM pg_stat_user_tables s
+  JOIN pg_class c ON c.oid = s.relid
  WHERE s.schemaname = 'txnq' AND s.relname = ANY(%(tables)s::text[])
    AND s.n_dead_tup >= %(min_dead)s AND s.n_dead_tup >= s.n_live_tup / 5
  ORDER BY s.n_dead_tup DESC
+
+-- name: gc_owns_entries
+-- May this role DETACH and DROP entry logs itself (it has the privileges of
+-- the owner of txnq.entries)? Else GC drops through gc_drop_entry_log_v1.
+SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c
+ WHERE c.oid = 'txnq.entries'::regclass
+
+-- name: gc_drop_entry_log
+SELECT txnq.gc_drop_entry_log_v1(%(entry_log_id)s, %(lock_timeout)s)

@@ -21,13 +21,9 @@ SELECT txnq.release_claims_v2(%(subscription_id)s, %(consumer_id)s)
 -- name: next_visible_claim
 -- Seconds until the next outstanding message of the subscription becomes
 -- deliverable (a nack delay, an ack timeout, a delayed message); NULL: none.
-SELECT extract(epoch FROM c.visible_at - clock_timestamp())::float8
-  FROM txnq.claims c
- WHERE c.subscription_id = %(subscription_id)s AND c.visible_at < 'infinity' AND c.txn_tc IS NULL
- ORDER BY c.visible_at
- LIMIT 1
+SELECT txnq.next_visible_claim_v1(%(subscription_id)s)
 
 -- name: append_delayed_positional
--- append_delayed_v1 with positional parameters: those of append_positional, then deliver_at.
+-- append_delayed_v2 with positional parameters: those of append_positional, then deliver_at.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_delayed_v1(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, %s)
+  FROM txnq.append_delayed_v2(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, %s)
