@@ -186,7 +186,6 @@ BAD_CALLS: dict[str, tuple[str, str]] = {
     "ack-partition-null": ("TQ001", "SELECT txnq.ack_v3(%(t1)s, NULL, %(ex)s, 1)"),
     "ack-subscription-of-another-topic": ("TQ006", "SELECT txnq.ack_v3(%(t1)s, 0, %(ex2)s, 1)"),
     "ack-subscription-null": ("TQ006", "SELECT txnq.ack_v3(%(t1)s, 0, NULL, 1)"),
-    "ack-shared-subscription": ("TQ005", "SELECT txnq.ack_v3(%(t1)s, 0, %(sh)s, 1)"),
     "ack-transaction-unknown": ("TQ014", ACK3 + "NULL, '{1}', '{-1}', '{1}', NULL, NULL, 5, 77)"),
     "ack-transaction-half": ("TQ005", ACK3 + "NULL, '{1}', '{-1}', '{1}', NULL, NULL, 5, NULL)"),
     "ack-transaction-ended": (
@@ -216,10 +215,6 @@ BAD_CALLS: dict[str, tuple[str, str]] = {
     "stage-ack-marker": ("TQ005", STAGE + "'{3}', NULL, NULL)"),
     "stage-ack-open-transaction-message": ("TQ005", STAGE + "'{4}', NULL, NULL)"),
     "stage-ack-no-offset": ("TQ005", STAGE + "'{}')"),
-    "stage-ack-shared-subscription": (
-        "TQ005",
-        "SELECT txnq.stage_ack_v2(%(t1)s, 0, %(sh)s, '{1}')",
-    ),
     "stage-ack-subscription-of-another-topic": (
         "TQ006",
         "SELECT txnq.stage_ack_v2(%(t1)s, 0, %(ex2)s, '{0}')",
@@ -248,7 +243,6 @@ BAD_CALLS: dict[str, tuple[str, str]] = {
     "fetch-max-entries-0": ("TQ005", FETCH + "-1, 0)"),
     "fetch-max-bytes-null": ("TQ005", FETCH + "-1, 100, NULL)"),
     "fetch-max-bytes-negative": ("TQ005", FETCH + "-1, 100, -1)"),
-    "fetch-shared-subscription": ("TQ005", "SELECT * FROM txnq.fetch_v4(%(t1)s, 0, %(sh)s, -1)"),
     "fetch-v2-topic-unknown": ("TQ001", "SELECT * FROM txnq.fetch_v2(999, 0, %(ex)s, -1)"),
     "fetch-v1-max-entries-negative": (
         "TQ005",

@@ -1,5 +1,6 @@
--- txnq.ack_v3: acknowledge messages of one partition for an exclusive or
--- failover subscription, directly or inside a transaction. Revision 0015;
+-- txnq.ack_v3: acknowledge messages of one partition for a subscription
+-- (exclusive and failover ones; shared ones acknowledge with ack_shared_v4),
+-- directly or inside a transaction. Revision 0015;
 -- replaces ack_v2 (same parameters, result, locks and behaviour for valid
 -- input) because ack_v2 trusted the message ids it was given: a batch index
 -- past the entry's batch (or a batch size smaller than the entry's) was taken
@@ -40,7 +41,6 @@
 --   offset below 0 or above what the subscription can read, a batch index
 --   outside -1 .. size - 1, a batch size other than the entry's, a marker or
 --   missing entry named, a cumulative batch index without a cumulative offset,
---   a shared or key_shared subscription (they acknowledge with ack_shared_v4),
 --   txn_tc without txn_seq; TQ012 conflict; txn_require_open_v1's (TQ014
 --   unknown transaction, TQ013, TQ015, TQ002); authorize_v1's and
 --   authorize_txn_v1's.
@@ -96,12 +96,6 @@ BEGIN
     END IF;
     PERFORM txnq.authorize_v1(p_topic_id, 'consume');
     SELECT * INTO v_target FROM txnq.require_subscription_v1(p_topic_id, p_partition, p_subscription_id);
-    IF v_target.subscription_type NOT IN ('exclusive', 'failover') THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('ack_v3 serves exclusive and failover subscriptions; subscription id %s is %s',
-                             p_subscription_id, v_target.subscription_type),
-            HINT = 'shared and key_shared subscriptions acknowledge with txnq.ack_shared_v4';
-    END IF;
     v_high_watermark := v_target.high_watermark;
     v_limit := v_target.readable_offset;
     IF p_cumulative_offset > v_limit OR v_limit < ANY (p_offsets) THEN

@@ -29,8 +29,7 @@
 -- Errors (a read: nothing changes anyway): TQ001 unknown topic or partition;
 --   TQ006 unknown subscription, one of another topic, or no cursor; TQ005
 --   after_offset NULL, below -1 or above the high watermark, max_entries or
---   max_bytes NULL or below 1, from_mark_delete NULL, a shared or key_shared
---   subscription (they read with claim_v3); authorize_v1's.
+--   max_bytes NULL or below 1, from_mark_delete NULL; authorize_v1's.
 CREATE OR REPLACE FUNCTION txnq.fetch_v4(
     p_topic_id integer,
     p_partition integer,
@@ -77,12 +76,6 @@ BEGIN
     END IF;
     PERFORM txnq.authorize_v1(p_topic_id, 'consume');
     SELECT * INTO v_target FROM txnq.require_subscription_v1(p_topic_id, p_partition, p_subscription_id);
-    IF v_target.subscription_type NOT IN ('exclusive', 'failover') THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('fetch serves exclusive and failover subscriptions; subscription id %s is %s',
-                             p_subscription_id, v_target.subscription_type),
-            HINT = 'shared and key_shared subscriptions receive with txnq.claim_v3';
-    END IF;
     IF p_after_offset > v_target.high_watermark THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('fetch: after_offset %s is beyond the end of partition %s (its last offset is %s)',

@@ -1,6 +1,7 @@
--- txnq.stage_ack_v2: acknowledge messages of one partition for an exclusive or
--- failover subscription as part of the caller's own PostgreSQL transaction
--- (the exactly-once processor). The acks are staged under the caller's
+-- txnq.stage_ack_v2: acknowledge messages of one partition for a subscription
+-- (exclusive and failover ones; the Python client refuses shared ones) as
+-- part of the caller's own PostgreSQL transaction (the exactly-once
+-- processor). The acks are staged under the caller's
 -- transaction id and applied when it commits (txnq.publish_staged_v1): the
 -- cursor moves with the application's own writes, or not at all.
 -- Revision 0015; replaces stage_ack_v1 (same parameters, result and
@@ -22,9 +23,8 @@
 --   unknown subscription, one of another topic, or no cursor; TQ005 invalid
 --   argument (no offset, arrays of different lengths, an offset above what the
 --   subscription can read, a message id that names no message of its entry:
---   txnq.require_acks_v1; a shared or key_shared subscription, whose acks
---   delete claims, which staging does not do); TQ012 acknowledged already or
---   pending; authorize_v1's.
+--   txnq.require_acks_v1); TQ012 acknowledged already or pending;
+--   authorize_v1's.
 CREATE OR REPLACE FUNCTION txnq.stage_ack_v2(
     p_topic_id integer,
     p_partition integer,
@@ -53,13 +53,6 @@ BEGIN
     END IF;
     PERFORM txnq.authorize_v1(p_topic_id, 'consume');
     SELECT * INTO v_target FROM txnq.require_subscription_v1(p_topic_id, p_partition, p_subscription_id);
-    IF v_target.subscription_type NOT IN ('exclusive', 'failover') THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('stage_ack_v2 serves exclusive and failover subscriptions; subscription id %s is %s',
-                             p_subscription_id, v_target.subscription_type),
-            HINT = 'on a shared or key_shared subscription acknowledge in a txnq transaction '
-                   '(txnq.ack_shared_v4 with txn_tc, txn_seq)';
-    END IF;
     SELECT c.mark_delete_offset INTO v_mark_delete FROM txnq.cursors c
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id;
     IF NOT FOUND THEN
