@@ -421,6 +421,7 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ("p_commit", "boolean"): booleans,
     ("p_notify", "boolean"): booleans,
     ("p_force", "boolean"): booleans,
+    ("p_from_mark_delete", "boolean"): booleans,
     ("p_hand_out", "boolean"): booleans,
     ("p_nullable", "boolean"): booleans,
     ("p_reason", "text"): names("client", "admin"),

@@ -26,7 +26,7 @@ async function main() {
     const subscriptionId = (
       await one(
         db,
-        "SELECT txnq.subscribe_v1($1, 'node', 'exclusive', 'read_committed', 'earliest') AS id",
+        "SELECT txnq.subscribe_v2($1, 'node', 'exclusive', 'read_committed', 'earliest') AS id",
         [input.topic_id]
       )
     ).id;
@@ -38,7 +38,7 @@ async function main() {
       const { rows } = await db.query(
         `SELECT c.partition, f.entry_offset, f.payloads, f.acked_batch_indexes
            FROM txnq.cursor_positions_v1($1, $2) c,
-                LATERAL txnq.fetch_v2($1, c.partition, $2, c.mark_delete_offset, 10) f
+                LATERAL txnq.fetch_v4($1, c.partition, $2, c.mark_delete_offset, 10) f
           ORDER BY c.partition, f.entry_offset`,
         [input.topic_id, subscriptionId]
       );
@@ -71,7 +71,7 @@ async function main() {
         }
       }
       for (const [partition, ack] of acks) {
-        await db.query("SELECT txnq.stage_ack_v1($1, $2, $3, $4::bigint[], $5::int[], $6::int[])", [
+        await db.query("SELECT txnq.stage_ack_v2($1, $2, $3, $4::bigint[], $5::int[], $6::int[])", [
           input.topic_id,
           partition,
           subscriptionId,

@@ -14,6 +14,18 @@ revision 0001 on gets the checks (append_v1 and append_v2 stay wrappers of
 append_v3). find_duplicate_v1 and txn_require_open_v1 are internal (only
 checked callers call them) and stay; key_hash_v1 accepts every key.
 
+Consume side (group consume): ack_v3, stage_ack_v2 and ack_shared_v4 check
+every message id against its entry (before, a batch index past the batch or
+a batch size smaller than the entry's acknowledged the whole entry: messages
+never delivered were lost); fetch_v4 (fetch_v2 and fetch_v3 call it),
+claim_v3, nack_shared_v2, release_claims_v2, subscribe_v2, unsubscribe_v2,
+register_consumer_v2, heartbeat_consumer_v2, seek_v2, earliest_offset_v2 and
+subscription_backlog_v2 check their arguments. The versions they replace
+(fetch_v2/v3, ack_v2, stage_ack_v1, ack_shared_v1..v3, claim_v1/v2, ...)
+become wrappers of them (superseded_0015_consume.sql), so older clients keep
+working and get the checks (fetch_v1 and ack_v1 stay wrappers of fetch_v2
+and ack_v2).
+
 Worker side (group workers): the functions of the coordinator workers and
 the scheduler (finish_txn, complete_txn, complete_txn_partition,
 complete_txn_subscription, abort_timed_out, expire_ttl, apply_retention,
@@ -92,6 +104,27 @@ SQL_FILES = [
     "functions/compaction_v2.sql",
     "functions/superseded_0015_workers.sql",
     # --- end of group workers.
+    # --- group consume: subscriptions, cursors, acks, shared claims. ack_v3,
+    # ack_shared_v4 and stage_ack_v2 check every message id against its entry.
+    "functions/require_subscription_v1.sql",
+    "functions/require_acks_v1.sql",
+    "functions/require_claimed_messages_v1.sql",
+    "functions/fetch_v4.sql",
+    "functions/ack_v3.sql",
+    "functions/stage_ack_v2.sql",
+    "functions/ack_shared_v4.sql",
+    "functions/claim_v3.sql",
+    "functions/nack_shared_v2.sql",
+    "functions/release_claims_v2.sql",
+    "functions/earliest_offset_v2.sql",
+    "functions/subscribe_v2.sql",
+    "functions/unsubscribe_v2.sql",
+    "functions/register_consumer_v2.sql",
+    "functions/heartbeat_consumer_v2.sql",
+    "functions/seek_v2.sql",
+    "functions/subscription_backlog_v2.sql",
+    "functions/superseded_0015_consume.sql",
+    # --- end of group consume.
     # --- group permissions (issue 17 item 3, docs/security.md): who the caller is, the
     # grants table, the hooks above filled in, the functions the client's
     # direct reads and writes moved behind, and grant_roles_v2.
@@ -197,6 +230,26 @@ DOWNGRADE_REINSTALL = [
     "functions/entry_log_usage_inspect_v1.sql",
     "functions/compaction_v1.sql",
     # --- end of group workers.
+    # --- group consume.
+    "functions/fetch_v2.sql",
+    "functions/fetch_v3.sql",
+    "functions/ack_v2.sql",
+    "functions/stage_ack_v1.sql",
+    "functions/ack_shared_v1.sql",
+    "functions/ack_shared_v2.sql",
+    "functions/ack_shared_v3.sql",
+    "functions/claim_v1.sql",
+    "functions/claim_v2.sql",
+    "functions/nack_shared_v1.sql",
+    "functions/release_claims_v1.sql",
+    "functions/earliest_offset_v1.sql",
+    "functions/subscribe_v1.sql",
+    "functions/unsubscribe_v1.sql",
+    "functions/register_consumer_v1.sql",
+    "functions/heartbeat_consumer_v1.sql",
+    "functions/seek_v1.sql",
+    "functions/subscription_backlog_v1.sql",
+    # --- end of group consume.
 ]
 
 # Downgrading, in this order: the superseded versions get their own bodies
@@ -318,6 +371,27 @@ DROP FUNCTION txnq.publish_staged_at_commit_v2();
 DROP FUNCTION txnq.publish_staged_v2();
 DROP FUNCTION txnq.dead_letter_v2(integer, integer, bigint, bigint, integer, integer, text);
 -- end of group produce
+-- group consume
+DROP FUNCTION txnq.require_subscription_v1(integer, integer, bigint);
+DROP FUNCTION txnq.require_acks_v1(text, integer, integer, bigint, bigint[], integer[], integer[]);
+DROP FUNCTION txnq.require_claimed_messages_v1(integer, integer, bigint, bigint[], integer[]);
+DROP FUNCTION txnq.fetch_v4(integer, integer, bigint, bigint, integer, bigint, boolean);
+DROP FUNCTION txnq.ack_v3(integer, integer, bigint, bigint, bigint[], integer[], integer[],
+                          integer, integer, integer, bigint);
+DROP FUNCTION txnq.stage_ack_v2(integer, integer, bigint, bigint[], integer[], integer[]);
+DROP FUNCTION txnq.ack_shared_v4(integer, integer, bigint, bigint[], integer[], integer, bigint);
+DROP FUNCTION txnq.claim_v3(integer, bigint, bigint, integer, double precision, integer, integer);
+DROP FUNCTION txnq.nack_shared_v2(integer, integer, bigint, bigint, bigint[], integer[],
+                                  double precision[]);
+DROP FUNCTION txnq.release_claims_v2(bigint, bigint);
+DROP FUNCTION txnq.earliest_offset_v2(integer, integer);
+DROP FUNCTION txnq.subscribe_v2(integer, text, text, text, text);
+DROP FUNCTION txnq.unsubscribe_v2(bigint, bigint, boolean);
+DROP FUNCTION txnq.register_consumer_v2(bigint, text, integer, double precision);
+DROP FUNCTION txnq.heartbeat_consumer_v2(bigint, double precision);
+DROP FUNCTION txnq.seek_v2(integer, integer, bigint, bigint, timestamptz);
+DROP FUNCTION txnq.subscription_backlog_v2(integer);
+-- end of group consume
 DROP FUNCTION txnq.require_partition_v1(integer, integer);
 DROP FUNCTION txnq.require_number_v1(
     text, double precision, double precision, double precision, boolean);

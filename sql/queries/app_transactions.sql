@@ -9,7 +9,7 @@ SELECT txnq.stage_send_v2(%(topic_id)s, %(partition)s, %(payloads)b, %(keys)b,
 SELECT txnq.send_at_commit_v2(%(topic)s, %(payload)b, %(key)b, %(properties)s::jsonb, %(partition)s)
 
 -- name: stage_ack
-SELECT txnq.stage_ack_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s,
+SELECT txnq.stage_ack_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s,
                          %(batch_indexes)s, %(batch_sizes)s)
 
 -- name: publish_staged

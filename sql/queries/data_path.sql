@@ -23,35 +23,35 @@ SELECT producer_id, epoch, partition, last_sequence
 -- name: fetch
 SELECT entry_offset, publish_time, producer_id, first_sequence, message_count,
        payloads, keys, properties, event_times, acked_batch_indexes
-  FROM txnq.fetch_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
+  FROM txnq.fetch_v4(%(topic_id)s, %(partition)s, %(subscription_id)s, %(after_offset)s,
                      %(max_entries)s, %(max_bytes)s)
 
 -- name: cursor_generation
--- Run after ack_v2 in the same PostgreSQL transaction: the cursor row is locked,
+-- Run after ack_v3 in the same PostgreSQL transaction: the cursor row is locked,
 -- so this reads the latest committed generation (a cumulative ack in a
 -- transaction checks that no rewind happened since its message was delivered).
 SELECT txnq.cursor_generation_v1(%(topic_id)s, %(partition)s, %(subscription_id)s) AS generation
 
 -- name: ack
-SELECT txnq.ack_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
+SELECT txnq.ack_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
                    %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[],
                    %(cumulative_batch_index)s, %(cumulative_batch_size)s, %(txn_tc)s, %(txn_seq)s)
 
 -- name: seek
-SELECT txnq.seek_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offset)s, %(time)s)
+SELECT txnq.seek_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offset)s, %(time)s)
 
 -- name: subscribe
-SELECT txnq.subscribe_v1(%(topic_id)s, %(name)s, %(subscription_type)s, %(isolation)s,
+SELECT txnq.subscribe_v2(%(topic_id)s, %(name)s, %(subscription_type)s, %(isolation)s,
                          %(initial_position)s)
 
 -- name: unsubscribe
-SELECT txnq.unsubscribe_v1(%(subscription_id)s, %(except_consumer_id)s, %(force)s)
+SELECT txnq.unsubscribe_v2(%(subscription_id)s, %(except_consumer_id)s, %(force)s)
 
 -- name: register_consumer
-SELECT txnq.register_consumer_v1(%(subscription_id)s, %(name)s, %(priority)s, %(lease_seconds)s)
+SELECT txnq.register_consumer_v2(%(subscription_id)s, %(name)s, %(priority)s, %(lease_seconds)s)
 
 -- name: heartbeat_consumer
-SELECT consumer_id, name, priority FROM txnq.heartbeat_consumer_v1(%(consumer_id)s, %(lease_seconds)s)
+SELECT consumer_id, name, priority FROM txnq.heartbeat_consumer_v2(%(consumer_id)s, %(lease_seconds)s)
 
 -- name: close_consumer
 SELECT txnq.close_consumer_v1(%(topic_id)s, %(consumer_id)s)

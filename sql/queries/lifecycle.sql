@@ -217,7 +217,7 @@ HAVING greatest(s.created_at, max(c.updated_at)) < now() - make_interval(secs =>
 
 -- name: doctor_remove_subscription
 -- Unsubscribes an inactive subscription, checking again that it still is.
-SELECT txnq.unsubscribe_v1(s.subscription_id, NULL, false)
+SELECT txnq.unsubscribe_v2(s.subscription_id, NULL, false)
   FROM txnq.subscriptions s
  WHERE s.subscription_id = %(subscription_id)s
    AND greatest(s.created_at, (SELECT max(c.updated_at) FROM txnq.cursors c

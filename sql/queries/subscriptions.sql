@@ -4,19 +4,19 @@
 -- name: claim
 SELECT partition, entry_offset, batch_index, batch_size, publish_time, producer_id, sequence,
        payload, key, properties, event_time, redelivery_count
-  FROM txnq.claim_v2(%(topic_id)s, %(subscription_id)s, %(consumer_id)s, %(max_messages)s,
+  FROM txnq.claim_v3(%(topic_id)s, %(subscription_id)s, %(consumer_id)s, %(max_messages)s,
                      %(ack_timeout_seconds)s, %(max_redeliver_count)s, %(dead_letter_topic_id)s)
 
 -- name: ack_shared
-SELECT txnq.ack_shared_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s::bigint[],
+SELECT txnq.ack_shared_v4(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s::bigint[],
                           %(batch_indexes)s::int[], %(txn_tc)s, %(txn_seq)s)
 
 -- name: nack_shared
-SELECT txnq.nack_shared_v1(%(topic_id)s, %(partition)s, %(subscription_id)s, %(consumer_id)s,
+SELECT txnq.nack_shared_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(consumer_id)s,
                            %(offsets)s::bigint[], %(batch_indexes)s::int[], %(delays)s::float8[])
 
 -- name: release_claims
-SELECT txnq.release_claims_v1(%(subscription_id)s, %(consumer_id)s)
+SELECT txnq.release_claims_v2(%(subscription_id)s, %(consumer_id)s)
 
 -- name: next_visible_claim
 -- Seconds until the next outstanding message of the subscription becomes
