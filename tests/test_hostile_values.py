@@ -119,8 +119,10 @@ class Walk:
         try:
             call()
         except errors.TxnqError:
-            if fingerprint(self.watcher) != before:
-                self.writes.append(label)
+            after = fingerprint(self.watcher)
+            if after != before:
+                changed = [b[0] for b, a in zip(before[1:], after[1:], strict=False) if a != b]
+                self.writes.append(f"{label} (changed: {', '.join(changed) or 'the table list'})")
             if caller is not None and caller.info.transaction_status != (
                 psycopg.pq.TransactionStatus.INTRANS
             ):
@@ -161,9 +163,14 @@ def world(dsn: str) -> Iterator[dict[str, Any]]:
     with txnq.Client(dsn) as client, psycopg.connect(dsn, autocommit=True) as watcher:
         client.admin.create_topic("t", partitions=2)
         client.admin.create_topic("x")  # "x" is among the values: a topic name that exists
-        with client.producer("t", name="seed") as seed:
-            for partition in (0, 1):
-                seed.send(f"m{partition}", partition=partition)
+        # The shared consumer reads a topic of its own: one on "t" would claim
+        # what the walk's accepted sends write, in the background, while the
+        # next (refused) call is being checked for writes.
+        client.admin.create_topic("w", partitions=2)
+        for topic in ("t", "w"):
+            with client.producer(topic, name=f"seed-{topic}") as seed:
+                for partition in (0, 1):
+                    seed.send(f"m{partition}", partition=partition)
         yield {"client": client, "watcher": watcher, "dsn": dsn}
 
 
@@ -339,7 +346,7 @@ def test_hostile_values_in_the_sync_api_raise_only_txnq_errors_and_change_nothin
         client.producer("t", name="p") as producer,
         client.subscribe("t", "s", initial_position="earliest", **FAST) as consumer,
         client.subscribe(
-            "t",
+            "w",
             "work",
             "shared",
             initial_position="earliest",

@@ -159,6 +159,9 @@ def test_a_closed_client_refuses_every_call_and_writes_nothing(
         "describe_transaction": lambda: admin.describe_transaction("0:1"),
         "abort_transaction": lambda: admin.abort_transaction("0:1"),
         "find_hanging_transactions": admin.find_hanging_transactions,
+        "grant": lambda: admin.grant("txnq_client", topic="orders", actions="produce"),
+        "revoke": lambda: admin.revoke("txnq_client", topic="orders"),
+        "permissions": lambda: admin.permissions(topic="orders"),
     }
     refused(watcher, admin_calls, errors.ClosedError, "client is closed")
     assert_covers(txnq.Admin, admin_calls, set())

@@ -12,7 +12,7 @@
 -- Locks: the transaction row FOR UPDATE, then head rows in (topic_id, partition)
 --   order, then cursor rows in order: the same order every completer takes, so
 --   completers never deadlock each other.
--- Errors: TQ005 an id is NULL, or the transaction is not decided yet;
+-- Errors: TQ018 the transaction belongs to another role; TQ005 an id is NULL, or the transaction is not decided yet;
 --   TQ014 unknown transaction.
 CREATE OR REPLACE FUNCTION txnq.complete_txn_v2(p_tc_id integer, p_txn_seq bigint)
 RETURNS text
@@ -34,6 +34,9 @@ BEGIN
             MESSAGE = format('transaction %s:%s does not exist', p_tc_id, p_txn_seq),
             HINT = 'pass the tc_id and txn_seq that open_txn_v1 returned (txnq.transactions lists them)';
     END IF;
+    -- Only the role that opened it (or a trusted one: admins, the workers)
+    -- may drive its marker phase, as only it may decide it (end_txn_v2).
+    PERFORM txnq.authorize_txn_v1(p_tc_id, p_txn_seq);
     IF v_state IN ('COMMITTED', 'ABORTED') THEN
         RETURN v_state;
     END IF;
