@@ -69,27 +69,22 @@ def database(dsn: str, name: str) -> str:
     return psycopg.conninfo.make_conninfo(dsn, dbname=name)
 
 
-CREATE_ROLE = """
-DO $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %(role)s) THEN
-        EXECUTE format('CREATE ROLE %%I LOGIN', %(role)s);
-    END IF;
-END $$
-"""
-GRANT_PREFIX = """
-SELECT txnq.grant_topic_permission_v1(%(role)s, 'bench-', true, ARRAY['admin'])
- WHERE to_regprocedure('txnq.grant_topic_permission_v1(text, text, boolean, text[])') IS NOT NULL
-"""
+HAS_GRANTS = "SELECT to_regprocedure('txnq.grant_topic_permission_v1(text, text, boolean, text[])')"
+GRANT_PREFIX = (
+    "SELECT txnq.grant_topic_permission_v1(%(role)s::text, 'bench-', true, ARRAY['admin'])"
+)
 
 
 def as_role(dsn: str, role: str) -> str:
     """``dsn``'s database as the application role ``role``, set up for the benchmark."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(CREATE_ROLE, {"role": role})
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
         conn.execute(sql.SQL("GRANT txnq_client TO {}").format(sql.Identifier(role)))
         conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(role)))
-        conn.execute(GRANT_PREFIX, {"role": role})
+        has_grants = conn.execute(HAS_GRANTS).fetchone()
+        if has_grants is not None and has_grants[0] is not None:
+            conn.execute(GRANT_PREFIX, {"role": role})
     return psycopg.conninfo.make_conninfo(dsn, user=role)
 
 
