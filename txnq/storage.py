@@ -40,6 +40,7 @@ SQLSTATE_ERRORS: dict[str, type[errors.TxnqError]] = {
     "TQ016": errors.BacklogQuotaExceededError,  # policy producer_error
     "TQ017": errors.BacklogQuotaExceededError,  # policy producer_hold: the producer waits first
     "TQ018": errors.PermissionDeniedError,  # no grant on the topic, or another role's transaction
+    "TQ020": errors.GcBusyError,  # compaction's swap could not lock txnq.entries in time
     # PostgreSQL's own "permission denied" (no EXECUTE on a function, no
     # privilege on a table): the role is in none of the txnq roles that may.
     "42501": errors.PermissionDeniedError,
