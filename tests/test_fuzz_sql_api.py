@@ -7,9 +7,13 @@ arguments drawn from valid, edge and hostile values, against a small prepared
 world: two topics, partitions, subscriptions of each type, consumers, a
 producer, open, decided, committed and aborted transactions, messages with a
 batch entry, individual and pending acks, claims, a delayed message, a
-deleted ledger, and entry logs in every state (dropped, sealed, active, and
-two compactions in progress: one partly copied, one caught up and ready for
-its swap).
+deleted ledger, entry logs in every state (dropped, sealed, active, and two
+compactions in progress: one partly copied, one caught up and ready for its
+swap), a two-phase-commit sink's prepared transaction, Spark ingestions (one
+with a committed run and a plan pending, one new) and per-topic grants.
+No function is left out: the ones whose answer depends on the calling role
+(grants, listings, txn_find_hanging_v1) are fuzzed as the owner, a superuser
+and so a txnq admin; what each role may do is tests/test_permissions.py's.
 
 Each call runs in its own PostgreSQL transaction on an autocommit connection
 as the database owner, followed by ``SET CONSTRAINTS ALL IMMEDIATE`` (so what
@@ -24,7 +28,10 @@ itself from the SQL printed in the report. A call must either
   (offsets below the head, batch indexes within the entry's batch), mark-delete
   and max read offsets never past the head, ledgers contiguous, and what is
   stored readable (timestamps Python and Spark can represent, properties that
-  are JSON objects of strings, finite topic policies).
+  are JSON objects of strings, topic policies finite and at most 100 years),
+  and an ingestion's committed and planned positions within what its topic's
+  readers can read (never past a max read offset, a plan never behind the
+  committed position).
 
 Strategies never look at the database: ids are drawn from the world's fixed
 names (:class:`W`), resolved when the call is made; derandomized, so a run
@@ -51,9 +58,9 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 #: Examples per function: a base, and more for each argument (a bad value is
-#: mostly tried one argument at a time). About 100 functions of 4 arguments
-#: on average: the whole file stays well under two minutes on a loaded
-#: two-core machine.
+#: mostly tried one argument at a time). About 120 functions of 4 arguments
+#: on average, some 7800 calls: the whole file runs in about 40 s on a loaded
+#: two-core machine, well under two minutes.
 EXAMPLES_BASE = 10
 EXAMPLES_PER_ARGUMENT = 15
 #: A call that takes longer is reported (57014) instead of holding the run.
@@ -212,6 +219,11 @@ def build_world(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     )
     # Open, nothing in it yet.
     open_txn("empty", 4)
+    # A two-phase-commit sink of the transactional id began the empty
+    # transaction and prepared it for checkpoint 1 (the open one is a sink's
+    # to begin).
+    one("SELECT txnq.sink_begin_v1('fz-tid', %s, %s)", *txn("empty"))
+    one("SELECT count(*) FROM txnq.sink_prepare_v1('fz-tid', %s, %s, 1)", *txn("empty"))
 
     # Individual acks outside a transaction: message 0 of the batch entry.
     one(
@@ -253,6 +265,17 @@ def build_world(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     w["caught_up_rows"] = one(
         "SELECT source_rows FROM txnq.compaction_catch_up_v1(%s)", w["log_caught_up"]
     )
+    # Spark ingestions: fz-ing committed run 1 and planned run 2 on topic a,
+    # fz-ing-idle nothing yet on topic b.
+    one("SELECT txnq.spark_ingestion_create_v1('fz-ing', %s)", w["topic_a"])
+    one("SELECT count(*) FROM txnq.spark_ingestion_plan_v1('fz-ing', ARRAY[0, 0]::bigint[])")
+    one("SELECT count(*) FROM txnq.spark_ingestion_commit_v1('fz-ing', 1)")
+    one("SELECT count(*) FROM txnq.spark_ingestion_plan_v1('fz-ing', ARRAY[1, 1]::bigint[])")
+    one("SELECT txnq.spark_ingestion_create_v1('fz-ing-idle', %s)", w["topic_b"])
+    # Grants: consume on the prefix fz- to txnq_client, produce and admin on
+    # fz-a to txnq_reader.
+    one("SELECT txnq.grant_topic_permission_v1('txnq_client', 'fz-', true, '{consume}')")
+    one("SELECT txnq.grant_topic_permission_v1('txnq_reader', 'fz-a', false, '{produce,admin}')")
     # The last offset of each partition (where its ledger may close).
     for topic, partition in (("a", 0), ("a", 1), ("b", 0)):
         w[f"last_{topic}_{partition}"] = one(
@@ -426,7 +449,9 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ("p_nullable", "boolean"): booleans,
     ("p_reason", "text"): names("client", "admin"),
     ("p_transactional_id", "text"): names("fz-tid", "fz-tid", "fz-other"),
-    ("p_name", "text"): names("fz-a", "fz-new", "sub_a_ex", "sub-new", "c-new"),
+    ("p_name", "text"): names(
+        "fz-a", "fz-new", "sub_a_ex", "sub-new", "c-new", "fz-ing", "fz-ing-idle"
+    ),
     ("p_topic", "text"): names("fz-a", "fz-b"),
     ("p_subscription_type", "text"): names("exclusive", "failover", "shared", "key_shared"),
     ("p_isolation", "text"): names("read_committed", "read_uncommitted"),
@@ -512,6 +537,45 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ),
     ("p_key", "bytea"): keys,
     ("p_keys", "bytea[]"): arrays(keys, Expr("array_fill('k'::bytea, ARRAY[100000])")),
+    # Per-topic permissions: roles that exist (postgres is an admin), and one
+    # that does not (granting to it is refused; revoking is allowed).
+    ("p_role", "text"): names("txnq_client", "txnq_reader", "postgres", "fz-nobody"),
+    ("p_resource", "text"): names("fz-a", "fz-", "fz-new"),
+    ("p_is_prefix", "boolean"): booleans,
+    ("p_actions", "text[]"): arrays(
+        names("produce", "consume", "admin"), [["produce", "consume"], ["admin", "admin"]]
+    ),
+    # Coordinator workers.
+    ("p_tc_ids", "integer[]"): arrays(values([0, 1, 2, 3, 4, 15], [16, None, *INT4]), INT_PAIRS),
+    ("p_owner", "text"): names("fz-worker", "host-1:4242"),
+    ("p_grace_seconds", "double precision"): Arg(st.sampled_from([0.0, 1.0, 60.0]), seconds.bad),
+    ("p_limit", "integer"): counts,
+    # Inspection and topic policies.
+    ("p_state", "text"): Arg(
+        st.sampled_from([None, "OPEN", "COMMITTING", "ABORTING", "COMMITTED", "ABORTED"]),
+        hostile_texts,
+    ),
+    ("p_older_than", "double precision"): Arg(st.sampled_from([0.0, 60.0]), seconds.bad),
+    ("p_clear_ttl", "boolean"): booleans,
+    ("p_set_bytes", "boolean"): booleans,
+    ("p_set_seconds", "boolean"): booleans,
+    ("p_set_policy", "boolean"): booleans,
+    ("p_limit_bytes", "bigint"): Arg(st.sampled_from([None, -1, 1 << 20]), byte_counts.bad),
+    ("p_limit_seconds", "double precision"): Arg(st.sampled_from([None, -1.0, 60.0]), seconds.bad),
+    ("p_policy", "text"): Arg(
+        st.sampled_from([None, "producer_hold", "producer_error", "consumer_backlog_eviction"]),
+        hostile_texts,
+    ),
+    # Spark: reads, ingestions (fz-ing has run 1 committed and run 2
+    # planned), and the two-phase-commit sink.
+    ("p_start_offset", "bigint"): offsets,
+    ("p_end_offset", "bigint"): offsets,
+    ("p_at", "timestamp with time zone"): timestamps,
+    ("p_run", "bigint"): values([1, 2, 3], [None, 0, *INT8]),
+    ("p_planned_offsets", "bigint[]"): arrays(
+        offsets, INT_PAIRS, Expr("array_fill(0::bigint, ARRAY[100000])")
+    ),
+    ("p_checkpoint_id", "bigint"): values([1, 2, 100], [None, *INT8]),
     ("p_properties", "jsonb"): json_values,
     ("p_properties", "jsonb[]"): arrays(
         json_values,
@@ -613,6 +677,10 @@ def call_arguments(draw: st.DrawFn, arguments: tuple[tuple[str, str], ...]) -> d
     if "p_tc_id" in chosen and "p_topic_id" in chosen and draw(st.booleans()):
         place = draw(st.sampled_from(TXN_PLACES))
         chosen.update({name: place[name] for name in valid(*place)})
+    if {"p_run", "p_planned_offsets"} & chosen.keys():
+        # A run of one of the world's ingestions.
+        for name in valid("p_name"):
+            chosen[name] = draw(st.sampled_from(["fz-ing", "fz-ing-idle"]))
     if "p_producer_id" in chosen:
         # The world's idempotent producer, or none at all (all three NULL).
         idempotent = draw(st.booleans())
@@ -760,15 +828,42 @@ INVARIANTS = {
                         WHERE jsonb_typeof(p) <> 'object'
                            OR EXISTS (SELECT 1 FROM jsonb_each(p) kv
                                        WHERE jsonb_typeof(kv.value) <> 'string')))""",
+    "an ingestion position its topic cannot have delivered": """
+        SELECT format('ingestion %s: committed %s, planned %s; max read offsets %s', i.name,
+                      i.committed_offsets, i.planned_offsets,
+                      (SELECT array_agg(h.max_read_offset ORDER BY h.partition)
+                         FROM txnq.partitions h WHERE h.topic_id = i.topic_id))
+          FROM txnq.spark_ingestions i
+         WHERE EXISTS (SELECT 1 FROM txnq.topics t WHERE t.topic_id = i.topic_id)
+           AND (array_ndims(i.committed_offsets) > 1 OR array_ndims(i.planned_offsets) > 1
+            OR cardinality(i.planned_offsets) < cardinality(i.committed_offsets)
+            OR EXISTS (SELECT 1
+                         FROM (SELECT n, i.committed_offsets[n] AS c, i.planned_offsets[n] AS p
+                                 FROM generate_series(1, greatest(cardinality(i.committed_offsets),
+                                                                  cardinality(i.planned_offsets))) n
+                              ) o
+                         LEFT JOIN txnq.partitions h
+                                ON h.topic_id = i.topic_id AND h.partition = o.n - 1
+                        WHERE h.partition IS NULL
+                           OR (o.n <= cardinality(i.committed_offsets)
+                               AND (o.c IS NULL OR o.c < -1 OR o.c > h.max_read_offset))
+                           OR (o.n <= cardinality(i.planned_offsets)
+                               AND (o.p IS NULL OR o.p < coalesce(o.c, -1)
+                                    OR o.p > h.max_read_offset))))""",
+    # The range of create_topic_v2: durations up to 100 years (longer is
+    # "forever", which has its own value), as everywhere in txnq.
     "a topic policy that is not a finite number in range": """
-        SELECT format('topic %s: retention %s s / %s bytes, TTL %s s', name, retention_seconds,
-                      retention_bytes, ttl_seconds)
+        SELECT format('topic %s: retention %s s / %s bytes, TTL %s s, backlog quota age %s s',
+                      name, retention_seconds, retention_bytes, ttl_seconds,
+                      backlog_quota_seconds)
           FROM txnq.topics
          WHERE retention_seconds IN ('NaN', 'Infinity', '-Infinity')
             OR ttl_seconds IN ('NaN', 'Infinity', '-Infinity')
+            OR backlog_quota_seconds IN ('NaN', 'Infinity', '-Infinity')
             OR (retention_seconds < 0 AND retention_seconds <> -1)
             OR (retention_bytes < 0 AND retention_bytes <> -1)
-            OR ttl_seconds < 0""",
+            OR ttl_seconds < 0
+            OR greatest(retention_seconds, ttl_seconds, backlog_quota_seconds) > 3155760000""",
 }
 
 INVARIANTS_QUERY = "\nUNION ALL\n".join(

@@ -496,6 +496,50 @@ def test_compaction_abandon_names_unknown_logs_and_leaves_others_alone(
     )
 
 
+# -- the coordinator's work queue ---------------------------------------------------
+
+
+def test_the_coordinator_work_queue_refuses_bad_arguments_and_records_each_owner_once(
+    world: World,
+) -> None:
+    """Found by the SQL fuzzer: a negative limit or a grace period beyond
+    the calendar failed with raw SQLSTATEs, a NULL limit claimed every
+    decided transaction, and a repeated, NULL or unknown coordinator id
+    failed raw or recorded a coordinator that does not exist."""
+    conn = world.conn
+    decided = "SELECT * FROM txnq.coordinator_decided_v1(%s, %s, %s)"
+    for tc_ids, grace, limit in [
+        (None, 0, 10),
+        ([0, 1], float("nan"), 10),
+        ([0, 1], float("-inf"), 10),
+        ([0, 1], 1e300, 10),
+        ([0, 1], -1, 10),
+        ([0, 1], 0, -1),
+        ([0, 1], 0, None),
+    ]:
+        assert_rejected(conn, "TQ005", decided, (tc_ids, grace, limit))
+    rows = conn.execute(decided, ([0, 1], 0, 10)).fetchall()
+    assert [(tc, seq) for tc, seq, _ in rows] == [world.committing_txn]
+    record = "SELECT txnq.coordinator_record_owner_v1(%s, %s::int[])"
+    for owner, tc_ids in [
+        (None, [0]),
+        ("", [0]),
+        ("w\n1", [0]),
+        ("w" * 201, [0]),
+        ("w1", None),
+        ("w1", []),
+        ("w1", [None]),
+        ("w1", [-1]),
+        ("w1", [16]),
+        ("w1", [[0, 1], [2, 3]]),
+    ]:
+        assert_rejected(conn, "TQ005", record, (owner, tc_ids))
+    conn.execute(record, ("w1", [2, 2, 3]))
+    assert conn.execute(
+        "SELECT tc_id, owner FROM txnq.coordinators WHERE tc_id IN (2, 3) ORDER BY tc_id"
+    ).fetchall() == [(2, "w1"), (3, "w1")]
+
+
 # -- the scheduler's jobs -----------------------------------------------------------
 
 

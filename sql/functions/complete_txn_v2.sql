@@ -12,8 +12,10 @@
 -- Locks: the transaction row FOR UPDATE, then head rows in (topic_id, partition)
 --   order, then cursor rows in order: the same order every completer takes, so
 --   completers never deadlock each other.
--- Errors: TQ018 the transaction belongs to another role; TQ005 an id is NULL, or the transaction is not decided yet;
---   TQ014 unknown transaction.
+-- Permissions: txnq.authorize_txn_v1 (the role that opened the transaction,
+--   or a trusted caller: admins and the worker roles), before anything else.
+-- Errors: TQ005 an id is NULL, or the transaction is not decided yet;
+--   TQ014 unknown transaction; TQ018 another role's transaction.
 CREATE OR REPLACE FUNCTION txnq.complete_txn_v2(p_tc_id integer, p_txn_seq bigint)
 RETURNS text
 LANGUAGE plpgsql AS $$
@@ -27,6 +29,7 @@ BEGIN
                              coalesce(p_tc_id::text, 'NULL'), coalesce(p_txn_seq::text, 'NULL')),
             HINT = 'pass the tc_id and txn_seq that open_txn_v1 returned';
     END IF;
+    PERFORM txnq.authorize_txn_v1(p_tc_id, p_txn_seq);
     SELECT t.state INTO v_state FROM txnq.transactions t
      WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq FOR UPDATE;
     IF NOT FOUND THEN
@@ -34,9 +37,6 @@ BEGIN
             MESSAGE = format('transaction %s:%s does not exist', p_tc_id, p_txn_seq),
             HINT = 'pass the tc_id and txn_seq that open_txn_v1 returned (txnq.transactions lists them)';
     END IF;
-    -- Only the role that opened it (or a trusted one: admins, the workers)
-    -- may drive its marker phase, as only it may decide it (end_txn_v2).
-    PERFORM txnq.authorize_txn_v1(p_tc_id, p_txn_seq);
     IF v_state IN ('COMMITTED', 'ABORTED') THEN
         RETURN v_state;
     END IF;

@@ -5,7 +5,8 @@
 --
 -- Parameters: topic_id; set_bytes, set_seconds, set_policy (whether to change
 --   that value); limit_bytes (NULL: the server default; -1 none, else > 0),
---   limit_seconds (NULL: the default; -1 none, else > 0), policy (NULL: the
+--   limit_seconds (NULL: the default; -1 none, else above 0 and at most
+--   3155760000, 100 years, as every duration of txnq), policy (NULL: the
 --   default; producer_hold | producer_error | consumer_backlog_eviction).
 -- Returns nothing. Locks: the topic row.
 -- Errors: TQ005 for a bad value; TQ001 / TQ018 without admin on the topic.
@@ -26,7 +27,7 @@ BEGIN
             MESSAGE = format('limit_bytes must be -1 (no limit) or above 0, not %s', p_limit_bytes);
     END IF;
     IF p_limit_seconds IS NOT NULL THEN
-        PERFORM txnq.require_number_v1('limit_seconds', p_limit_seconds, -1, NULL, true);
+        PERFORM txnq.require_number_v1('limit_seconds', p_limit_seconds, -1, 3155760000, true);
         IF NOT (p_limit_seconds = -1 OR p_limit_seconds > 0) THEN
             RAISE EXCEPTION USING ERRCODE = 'TQ005',
                 MESSAGE = format('limit_seconds must be -1 (no limit) or above 0, not %s', p_limit_seconds);

@@ -3,8 +3,10 @@
 -- Revision 0015.
 --
 -- Parameters: topic_id; retention_seconds (NULL: unchanged; -1 forever, else
---   >= 0), retention_bytes (NULL: unchanged; -1 unlimited, else >= 0),
---   ttl_seconds (NULL: unchanged; else > 0), clear_ttl (true: remove the TTL).
+--   0 to 3155760000, 100 years), retention_bytes (NULL: unchanged; -1
+--   unlimited, else >= 0), ttl_seconds (NULL: unchanged; else above 0 and at
+--   most 100 years), clear_ttl (true: remove the TTL). The bounds of
+--   create_topic_v2: longer is "forever" for every purpose.
 -- Returns nothing. Locks: the topic row.
 -- Errors: TQ005 for a value out of range (NaN, ±Infinity included); TQ001 /
 --   TQ018 without admin on the topic.
@@ -14,11 +16,13 @@ CREATE OR REPLACE FUNCTION txnq.set_topic_policy_v1(
 )
 RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+    c_max_seconds CONSTANT double precision := 3155760000;  -- 100 years, as create_topic_v2
 BEGIN
     PERFORM txnq.authorize_v1(p_topic_id, 'admin');
-    PERFORM txnq.require_number_v1('retention_seconds', p_retention_seconds, -1, NULL, true);
+    PERFORM txnq.require_number_v1('retention_seconds', p_retention_seconds, -1, c_max_seconds, true);
     PERFORM txnq.require_number_v1('retention_bytes', p_retention_bytes, -1, NULL, true);
-    PERFORM txnq.require_number_v1('ttl_seconds', p_ttl_seconds, 0, NULL, true);
+    PERFORM txnq.require_number_v1('ttl_seconds', p_ttl_seconds, 0, c_max_seconds, true);
     IF p_retention_seconds < 0 AND p_retention_seconds <> -1 THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('retention_seconds must be -1 (forever) or at least 0, not %s', p_retention_seconds);

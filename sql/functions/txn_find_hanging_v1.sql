@@ -5,10 +5,10 @@
 -- operator's view over every role's transactions: txnq admins only
 -- (txnq.caller_is_admin_v1). Revision 0015.
 --
--- Parameters: grace_seconds.
+-- Parameters: grace_seconds (a finite number from 0 to 3155760000, 100 years).
 -- Returns rows (id, topic, partition, first_offset, max_read_offset, state,
 --   opened_at, timeout_at, age_seconds, why), oldest first.
--- Locks: none. Errors: TQ018 for any other role.
+-- Locks: none. Errors: TQ018 for any other role; TQ005 a grace period out of range.
 CREATE OR REPLACE FUNCTION txnq.txn_find_hanging_v1(p_grace_seconds double precision)
 RETURNS TABLE (id text, topic text, partition integer, first_offset bigint, max_read_offset bigint,
                state text, opened_at timestamptz, timeout_at timestamptz, age_seconds double precision,
@@ -21,6 +21,7 @@ BEGIN
                              quote_ident(txnq.caller_v1())),
             HINT = 'run it as a member of txnq_admin; a role sees its own transactions with txnq txn list';
     END IF;
+    PERFORM txnq.require_number_v1('txn_find_hanging_v1: grace_seconds', p_grace_seconds, 0, 3155760000);
     RETURN QUERY
     SELECT o.tc_id || ':' || o.txn_seq, t.name, o.partition, o.first_offset,
            h.max_read_offset, tx.state, tx.opened_at, tx.timeout_at,
