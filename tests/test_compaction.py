@@ -402,3 +402,39 @@ def test_vacuum_hot_tables_vacuums_only_tables_with_dead_tuples(
     wait_until(lambda: dead() == 0, what="VACUUM to clear the dead tuples")
     with pytest.raises(errors.InvalidArgumentError):
         lifecycle.vacuum_hot_tables(client, min_dead=-1)
+
+
+def test_a_swap_that_cannot_lock_the_entries_in_time_fails_with_tq020_and_changes_nothing(
+    dsn: str,
+) -> None:
+    """compaction_swap_v2 waits at most its lock timeout for readers of
+    txnq.entries, then answers TQ020 (GcBusyError in Python): the source log
+    and the target stay as they were, and the next GC run resumes."""
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("busy", partitions=1)
+        with client.producer("busy") as producer:
+            producer.send(b"kept")
+    with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn) as reader:
+        conn.execute("SELECT txnq.roll_entry_log_v2(true)")
+        source = sql_value(
+            dsn, "SELECT min(entry_log_id) FROM txnq.entry_logs WHERE state <> 'DROPPED'"
+        )
+        target = conn.execute("SELECT txnq.compaction_begin_v2(%s)", [source]).fetchone()
+        assert target is not None
+        row = conn.execute(
+            "SELECT copied, source_rows FROM txnq.compaction_catch_up_v2(%s)", [target[0]]
+        ).fetchone()
+        assert row is not None
+        logs_before = sql(dsn, "SELECT entry_log_id, state FROM txnq.entry_logs ORDER BY 1")
+        reader.execute("SELECT count(*) FROM txnq.entries")  # holds its lock until rollback
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute("SELECT txnq.compaction_swap_v2(%s, %s, '50ms')", [target[0], row[1]])
+        reader.rollback()
+    assert raised.value.sqlstate == "TQ020"
+    assert isinstance(txnq.storage.translate(raised.value), errors.GcBusyError)
+    assert sql(dsn, "SELECT entry_log_id, state FROM txnq.entry_logs ORDER BY 1") == logs_before
+    with (
+        txnq.Client(dsn) as client,
+        client.subscribe("busy", "s", initial_position="earliest") as consumer,
+    ):
+        assert [m.value for m in receive_messages(consumer, 1)] == [b"kept"]
