@@ -39,7 +39,7 @@ def _fresh_database(server_dsn: str) -> Iterator[str]:
     when the block ends, however it ends; yields its DSN."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    from txnq import migrate
+    from txnq.database import migrate
 
     name = f"txnq_chaos_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:

@@ -52,10 +52,10 @@ from produce_consume import RAW_TABLE, payloads, raw_insert_batched
 
 import txnq
 from txnq import lifecycle
+from txnq.database.connections import libpq_dsn
+from txnq.database.migrate import upgrade
 from txnq.durations import parse_duration
-from txnq.migrate import upgrade
 from txnq.settings import load_settings
-from txnq.storage import libpq_dsn
 
 PARTITIONS = 4
 SLOW_RATE = 200  # messages per second on the slow topic

@@ -147,7 +147,7 @@ def main() -> int:
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     client.admin.create_topic(topic, partitions=PARTITIONS)
     data = payloads(args.messages)
-    with psycopg.connect(txnq.storage.libpq_dsn(client.dsn), autocommit=True) as conn:
+    with psycopg.connect(txnq.database.connections.libpq_dsn(client.dsn), autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         conn.execute(RAW_TABLE)
         copy_rate = raw_copy(conn, args.messages, data)

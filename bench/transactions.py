@@ -268,7 +268,7 @@ def main() -> int:
         for topic in topics.values():
             client.admin.create_topic(topic, partitions=PARTITIONS)
             created.append(topic)
-        with psycopg.connect(txnq.storage.libpq_dsn(dsn), autocommit=True) as conn:
+        with psycopg.connect(txnq.database.connections.libpq_dsn(dsn), autocommit=True) as conn:
             row = conn.execute("SHOW server_version").fetchone()
             version = row[0] if row else "?"
             conn.execute(RAW_TABLE)
@@ -280,13 +280,17 @@ def main() -> int:
             client, topics["in"], topics["out"], args.ctp_messages, args.seconds
         )
         raw = raw_commit_latencies(
-            txnq.storage.libpq_dsn(dsn), args.clients, args.commits, data[0], args.seconds
+            txnq.database.connections.libpq_dsn(dsn),
+            args.clients,
+            args.commits,
+            data[0],
+            args.seconds,
         )
         commits = commit_latencies(
             dsn, topics["lat"], args.clients, args.commits, data[0], args.seconds
         )
     finally:
-        with psycopg.connect(txnq.storage.libpq_dsn(dsn), autocommit=True) as conn:
+        with psycopg.connect(txnq.database.connections.libpq_dsn(dsn), autocommit=True) as conn:
             conn.execute("DROP TABLE IF EXISTS txnq_bench_txn_raw")
         for topic in created:
             client.admin.delete_topic(topic, force=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool, text
 
-from txnq.schema import metadata
+from txnq.database.schema import metadata
 
 MIGRATION_LOCK = "SELECT pg_advisory_lock(hashtext('txnq.migrate'))"
 MIGRATION_UNLOCK = "SELECT pg_advisory_unlock(hashtext('txnq.migrate'))"

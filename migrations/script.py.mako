@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from txnq.migrate import apply_sql_files
+from txnq.database.migrate import apply_sql_files
 
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}

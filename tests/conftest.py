@@ -4,7 +4,7 @@ The server, in order of preference:
 
 1. ``TXNQ_TEST_DSN``: an existing server (CI, a developer's own PostgreSQL);
 2. a ``postgres:18`` container (testcontainers), when a Docker engine answers;
-3. the embedded PostgreSQL 18 (``txnq.embedded``) in a temporary home.
+3. the embedded PostgreSQL 18 (``txnq.database.embedded``) in a temporary home.
 
 Each test gets its own database, cloned from a template that the migrations
 built once per session: cloning is a file copy, far faster than migrating, and
@@ -96,7 +96,7 @@ def _start_container() -> _Server:
 
 
 def _start_embedded() -> _Server:
-    from txnq.embedded import EmbeddedServer
+    from txnq.database.embedded import EmbeddedServer
 
     home = tempfile.mkdtemp(prefix="txnq-test-pg-")
     server = EmbeddedServer(home=home)
@@ -163,7 +163,7 @@ def _drop_database(server_dsn: str, name: str) -> None:
 @pytest.fixture(scope="session")
 def template_database(pg_server_dsn: str) -> Iterator[str]:
     """The name of a database migrated to the current schema, to clone per test."""
-    from txnq import migrate
+    from txnq.database import migrate
 
     # The pid keeps parallel sessions (pytest-xdist workers) apart.
     name = f"txnq_template_{os.getpid()}"

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 import txnq
 from txnq import errors
-from txnq.storage import sqlalchemy_url
+from txnq.database.connections import sqlalchemy_url
 
 FAST = {"poll_interval": "200ms"}
 

@@ -17,7 +17,7 @@ import txnq
 from txnq import errors
 from txnq.backlog_quota import check_backlog_quotas
 from txnq.cli import app
-from txnq.migrate import upgrade
+from txnq.database.migrate import upgrade
 from txnq.settings import load_settings
 
 FAST = {"poll_interval": "200ms"}

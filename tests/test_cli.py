@@ -25,8 +25,8 @@ from typer.testing import CliRunner, Result
 
 from tests.helpers import Login
 from txnq.cli import app
-from txnq.embedded import EmbeddedServer
-from txnq.migrate import head_revision
+from txnq.database.embedded import EmbeddedServer
+from txnq.database.migrate import head_revision
 
 # Wide enough that no table cell wraps in the assertions below.
 runner = CliRunner(env={"COLUMNS": "200", "TXNQ_DSN": None, "TXNQ_CONFIG": None})

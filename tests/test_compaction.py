@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 import txnq
 from txnq import errors, lifecycle
 from txnq.cli import app
-from txnq.migrate import upgrade
+from txnq.database.migrate import upgrade
 from txnq.settings import load_settings
 
 FAST = {"poll_interval": "200ms"}
@@ -431,7 +431,7 @@ def test_a_swap_that_cannot_lock_the_entries_in_time_fails_with_tq020_and_change
             conn.execute("SELECT txnq.compaction_swap_v2(%s, %s, '50ms')", [target[0], row[1]])
         reader.rollback()
     assert raised.value.sqlstate == "TQ020"
-    assert isinstance(txnq.storage.translate(raised.value), errors.GcBusyError)
+    assert isinstance(txnq.database.connections.translate(raised.value), errors.GcBusyError)
     assert sql(dsn, "SELECT entry_log_id, state FROM txnq.entry_logs ORDER BY 1") == logs_before
     with (
         txnq.Client(dsn) as client,

@@ -639,7 +639,7 @@ def test_a_fetch_never_returns_what_the_cursor_has_moved_past(
 def test_connections_raise_server_unavailable_while_postgresql_is_away(
     client: txnq.Client,
 ) -> None:
-    from txnq.storage import create_engine_for
+    from txnq.database.connections import create_engine_for
 
     # The client's pool pointed at a port nobody listens on: a server that is away.
     reachable, client._engine = (

@@ -18,8 +18,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from txnq import embedded
-from txnq.embedded import EmbeddedServer
+from txnq.database import embedded
+from txnq.database.embedded import EmbeddedServer
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_a_second_server_object_on_the_same_home_reuses_the_running_server(home:
 def test_concurrent_starts_initialize_and_start_one_server(home: Path) -> None:
     starter = (
         "import sys\n"
-        "from txnq.embedded import EmbeddedServer\n"
+        "from txnq.database.embedded import EmbeddedServer\n"
         "server = EmbeddedServer(sys.argv[1])\n"
         "print(server.start(), server.status()['pid'])\n"
     )

@@ -29,8 +29,8 @@ import txnq
 from txnq import lifecycle
 from txnq.backlog_quota import check_backlog_quotas
 from txnq.cli import app
+from txnq.database.migrate import upgrade
 from txnq.metrics import JobMetrics, MetricsServer
-from txnq.migrate import upgrade
 from txnq.settings import load_settings
 
 FAST = {"poll_interval": "200ms"}

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import txnq
 from txnq import errors, lifecycle
 from txnq.cli import app
-from txnq.migrate import upgrade
+from txnq.database.migrate import upgrade
 from txnq.settings import load_settings
 
 FAST = {"poll_interval": "200ms"}

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 import txnq
 from txnq import errors, lifecycle
 from txnq.cli import app
+from txnq.database.migrate import upgrade
 from txnq.metrics import DatabaseCollector, MetricsServer, check_port, serve
-from txnq.migrate import upgrade
 from txnq.settings import load_settings
 
 runner = CliRunner(env={"COLUMNS": "200", "TXNQ_METRICS_PORT": None, "TXNQ_CONFIG": None})

@@ -11,9 +11,15 @@ from sqlalchemy import text
 
 from txnq import errors
 from txnq.client import Client
-from txnq.migrate import alembic_config, check_schema, current_revision, head_revision, upgrade
-from txnq.schema import metadata
-from txnq.storage import create_engine_for
+from txnq.database.connections import create_engine_for
+from txnq.database.migrate import (
+    alembic_config,
+    check_schema,
+    current_revision,
+    head_revision,
+    upgrade,
+)
+from txnq.database.schema import metadata
 
 
 def test_migrated_schema_matches_the_declared_metadata(dsn: str) -> None:

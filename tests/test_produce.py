@@ -15,10 +15,10 @@ from helpers import assert_nothing_more, receive_messages, sql, sql_value
 
 import txnq
 from txnq import errors
-from txnq.migrate import upgrade
+from txnq.database.connections import translate
+from txnq.database.migrate import upgrade
 from txnq.producer import partition_for_key
 from txnq.settings import load_settings
-from txnq.storage import translate
 
 
 @pytest.fixture

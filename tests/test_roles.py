@@ -23,7 +23,7 @@ from psycopg import errors as pg_errors
 
 import txnq
 from tests.helpers import Login, drop_role, dsn_as_user, receive_messages, sql_value
-from txnq import migrate
+from txnq.database import migrate
 
 FAST = {"poll_interval": 0.05}
 TXNQ_ROLES = ("txnq_admin", "txnq_client", "txnq_worker", "txnq_reader", "txnq_scheduler")

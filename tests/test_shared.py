@@ -1063,7 +1063,7 @@ def test_two_transactions_acknowledging_one_message_at_once_conflict(
     lock; it must then see the first's mark and conflict, not return as if it
     held the message (it held nothing: its commit would publish output for a
     message the first transaction's abort delivers again)."""
-    from txnq.queries import QUERIES
+    from txnq.database.queries import QUERIES
 
     client.admin.create_topic("jobs")
     topic_id = client.admin.get_topic("jobs").topic_id

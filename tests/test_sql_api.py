@@ -15,7 +15,7 @@ import pytest
 from helpers import receive_messages, sql, sql_value
 
 import txnq
-from txnq.storage import SQLSTATE_ERRORS, translate
+from txnq.database.connections import SQLSTATE_ERRORS, translate
 
 
 @pytest.fixture

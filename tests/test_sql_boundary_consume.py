@@ -21,7 +21,7 @@ from psycopg import sql as psycopg_sql
 
 import txnq
 from txnq import errors
-from txnq.storage import SQLSTATE_ERRORS, translate
+from txnq.database.connections import SQLSTATE_ERRORS, translate
 
 # What fuzz_support.fingerprint leaves out and these functions write: claims,
 # consumer sessions, staged acks, the transaction log's subscriptions, and the

@@ -18,7 +18,7 @@ from helpers import receive_messages
 from psycopg import sql as pgsql
 
 import txnq
-from txnq.storage import SQLSTATE_ERRORS, translate
+from txnq.database.connections import SQLSTATE_ERRORS, translate
 
 
 @pytest.fixture

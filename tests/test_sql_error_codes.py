@@ -1,5 +1,5 @@
 """Every TQ code a SQL function raises is documented and mapped (issue 17):
-docs/sql-api.md's table names it, and txnq.storage.SQLSTATE_ERRORS turns it
+docs/sql-api.md's table names it, and txnq.database.connections.SQLSTATE_ERRORS turns it
 into a TxnqError subclass, so no rejection from the SQL boundary reaches a
 Python caller as a raw psycopg error."""
 
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from txnq import errors
-from txnq.storage import SQLSTATE_ERRORS
+from txnq.database.connections import SQLSTATE_ERRORS
 
 ROOT = Path(__file__).resolve().parent.parent
 RAISED = re.compile(r"ERRCODE\s*=\s*'(TQ\d{3})'")

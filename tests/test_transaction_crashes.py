@@ -20,9 +20,9 @@ import pytest
 from helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
 
 import txnq
-from txnq.embedded import EmbeddedServer
+from txnq.database.embedded import EmbeddedServer
+from txnq.database.migrate import upgrade
 from txnq.failpoints import EXIT_CODE
-from txnq.migrate import upgrade
 
 FAST = {"poll_interval": "200ms"}
 

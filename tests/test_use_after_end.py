@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 import txnq
 from txnq import MessageId, errors
 from txnq.aio import Client as AsyncClient
-from txnq.storage import sqlalchemy_url
+from txnq.database.connections import sqlalchemy_url
 
 FAST = {"poll_interval": "200ms"}
 T = TypeVar("T")

@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 
 import txnq
 from txnq import Message, lifecycle
-from txnq.migrate import upgrade
+from txnq.database.migrate import upgrade
 from txnq.settings import load_settings
 
 FAST = {"poll_interval": "200ms"}

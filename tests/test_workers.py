@@ -34,7 +34,7 @@ from psycopg import sql as pgsql
 
 import txnq
 from tests.helpers import drop_role, receive_messages, sql, wait_until
-from txnq import migrate
+from txnq.database import migrate
 
 TXNQ = str(Path(sys.executable).with_name("txnq"))
 #: What a worker may take to stop on SIGTERM (TXNQ_SHUTDOWN_TIMEOUT_SECONDS below).
@@ -308,7 +308,7 @@ def test_a_stopped_coordinators_work_is_taken_over_and_open_commits_finish(
 @pytest.fixture
 def own_server() -> Iterator[tuple[Any, str]]:
     """A PostgreSQL server of this test's own (embedded PostgreSQL 18), migrated."""
-    from txnq.embedded import EmbeddedServer
+    from txnq.database.embedded import EmbeddedServer
 
     home = tempfile.mkdtemp(prefix="txnq-test-restart-")
     server = EmbeddedServer(home)

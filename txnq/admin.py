@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from txnq import backlog_quota
 from txnq.backlog_quota import BacklogQuotaInfo
+from txnq.database.queries import QUERIES
 from txnq.durations import Duration, Size, parse_duration, parse_size
 from txnq.errors import (
     InvalidArgumentError,
@@ -25,7 +26,6 @@ from txnq.errors import (
 from txnq.messages import MAX_OFFSET, check_time
 from txnq.names import validate_name
 from txnq.permissions import TopicPermission, parse_actions, target, validate_role
-from txnq.queries import QUERIES
 from txnq.transaction import TxnId
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ with ``await`` (docs/asyncio.md).
 
 One implementation, two faces: every exchange with PostgreSQL (appends,
 fetches, claims, heartbeats, acks, transaction ends, their retries and error
-mapping) is a plan of ``txnq.plans`` shared with the sync client; this module
+mapping) is a plan of ``txnq.database.plans`` shared with the sync client; this module
 only drives the plans on psycopg ``AsyncConnection``s and replaces threads
 with tasks and conditions with events. Sync and asyncio clients interoperate
 on the same database: same topics, subscriptions, transactional ids (a new
@@ -58,11 +58,12 @@ from txnq.app_transaction import (
 from txnq.client import Client as SyncClient
 from txnq.client import ClientBase
 from txnq.consumer import Backoff, ConsumerBase, DeadLetterPolicy, _ensure_topic
+from txnq.database.connections import libpq_dsn
+from txnq.database.plans import AsyncIO, Plan, arun
 from txnq.durations import Duration, parse_duration
 from txnq.failpoints import raise_if_armed
 from txnq.messages import Message, MessageId
 from txnq.options import CONSUMER_OPTIONS, PRODUCER_OPTIONS, checked_options
-from txnq.plans import AsyncIO, Plan, arun
 from txnq.producer import (
     PendingSend,
     ProducerBase,
@@ -71,7 +72,6 @@ from txnq.producer import (
     delivery_time,
 )
 from txnq.settings import Settings
-from txnq.storage import libpq_dsn
 from txnq.transaction import TransactionBase, TxnId
 
 if TYPE_CHECKING:

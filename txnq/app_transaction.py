@@ -19,7 +19,7 @@ The caller commits (or rolls back) its own transaction: txnq never does.
 Until then nothing is visible to anyone; after a rollback nothing is left.
 
 The protocol is kept apart from the waiting: :class:`AttachedBase` holds it as
-plans (``txnq.plans``), which :class:`AttachedTransaction` runs on the caller's
+plans (``txnq.database.plans``), which :class:`AttachedTransaction` runs on the caller's
 psycopg ``Connection`` and ``txnq.aio.AttachedTransaction`` on an
 ``AsyncConnection`` (docs/asyncio.md).
 """
@@ -41,6 +41,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
 from txnq import errors
+from txnq.database.connections import libpq_dsn
+from txnq.database.plans import Batch, Call, Plan, SyncIO, run
 from txnq.durations import Duration, parse_duration
 from txnq.messages import (
     MAX_PARTITION,
@@ -50,9 +52,7 @@ from txnq.messages import (
     encode_properties,
 )
 from txnq.names import validate_name
-from txnq.plans import Batch, Call, Plan, SyncIO, run
 from txnq.producer import PendingSend, SendCallback, result_timeout
-from txnq.storage import libpq_dsn
 
 if TYPE_CHECKING:
     from txnq.client import Client

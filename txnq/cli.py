@@ -1,7 +1,7 @@
 """The command line: ``txnq`` (typer + rich).
 
 Every command calls the library (``txnq.Client``, ``client.admin``, producers,
-consumers, ``txnq.migrate``, ``txnq.embedded``); no SQL lives here.
+consumers, ``txnq.database.migrate``, ``txnq.database.embedded``); no SQL lives here.
 
 Conventions shared by the commands:
 
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     )
     from txnq.backlog_quota import BacklogQuotaInfo
     from txnq.consumer import Consumer
-    from txnq.embedded import EmbeddedServer
+    from txnq.database.embedded import EmbeddedServer
     from txnq.lifecycle import LifecycleReport
     from txnq.permissions import TopicPermission
     from txnq.producer import PendingSend
@@ -323,7 +323,7 @@ def _root(
 
 
 def _embedded(home: Path | None) -> EmbeddedServer:
-    from txnq.embedded import EmbeddedServer
+    from txnq.database.embedded import EmbeddedServer
 
     return EmbeddedServer(home if home is not None else load_settings().home)
 
@@ -668,7 +668,7 @@ def migrate(dsn: MigrateDsnOption = None, as_json: JsonOption = False) -> None:
     Without --dsn and TXNQ_DSN it migrates the embedded server (starting it).
     Safe to run again: an up-to-date database is left as it is.
     """
-    from txnq.migrate import head_revision, upgrade
+    from txnq.database.migrate import head_revision, upgrade
 
     settings = load_settings()
     target = dsn or settings.dsn
@@ -716,8 +716,8 @@ def standalone(
     this command started it (a server that was already running keeps running).
     With --metrics-port, one Prometheus endpoint serves the metrics of both workers.
     """
+    from txnq.database.migrate import upgrade
     from txnq.metrics import MetricsServer, serve
-    from txnq.migrate import upgrade
     from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
     from txnq.workers.scheduler import Scheduler, StopSignal
 

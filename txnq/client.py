@@ -18,18 +18,18 @@ from psycopg.rows import dict_row
 
 from txnq import errors
 from txnq.admin import Admin
+from txnq.database.connections import create_engine_for, translated_errors
+from txnq.database.migrate import check_schema, upgrade
+from txnq.database.plans import Call, Plan, SyncIO, run
+from txnq.database.queries import QUERIES
 from txnq.durations import Duration, parse_duration
-from txnq.migrate import check_schema, upgrade
 from txnq.options import CONSUMER_OPTIONS, PRODUCER_OPTIONS, checked_options
-from txnq.plans import Call, Plan, SyncIO, run
-from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
-from txnq.storage import create_engine_for, translated_errors
 
 if TYPE_CHECKING:
     from txnq.app_transaction import AttachedTransaction
     from txnq.consumer import Consumer
-    from txnq.embedded import EmbeddedServer
+    from txnq.database.embedded import EmbeddedServer
     from txnq.producer import Producer
     from txnq.transaction import Transaction, TxnId
 
@@ -158,7 +158,7 @@ class Client(ClientBase):
         self.embedded: EmbeddedServer | None = None
         dsn = dsn or self.settings.dsn
         if dsn is None:
-            from txnq.embedded import EmbeddedServer
+            from txnq.database.embedded import EmbeddedServer
 
             self.embedded = EmbeddedServer(self.settings.home)
             dsn = self.embedded.start()

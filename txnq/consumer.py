@@ -51,6 +51,19 @@ from psycopg import sql
 from txnq import errors
 from txnq.admin import seek_target
 from txnq.app_transaction import _ATTACHED_SHARED_HINT
+from txnq.database.connections import connect
+from txnq.database.plans import (
+    Batch,
+    Call,
+    Listen,
+    Plan,
+    Reconnect,
+    Sleep,
+    SyncIO,
+    WaitRoom,
+    retried_once,
+    run,
+)
 from txnq.durations import Duration, parse_duration
 from txnq.failpoints import raise_if_armed
 from txnq.messages import (
@@ -63,19 +76,6 @@ from txnq.messages import (
     checked,
 )
 from txnq.names import validate_name
-from txnq.plans import (
-    Batch,
-    Call,
-    Listen,
-    Plan,
-    Reconnect,
-    Sleep,
-    SyncIO,
-    WaitRoom,
-    retried_once,
-    run,
-)
-from txnq.storage import connect
 
 if TYPE_CHECKING:
     from txnq.admin import Admin, TopicInfo

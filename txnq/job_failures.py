@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from txnq import errors
-from txnq.storage import is_outage
+from txnq.database.connections import is_outage
 
 if TYPE_CHECKING:
     from txnq.client import Client

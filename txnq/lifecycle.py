@@ -55,9 +55,9 @@ import psycopg
 from psycopg import sql
 
 from txnq import errors
+from txnq.database.connections import connect, scalar
+from txnq.database.queries import QUERIES
 from txnq.job_failures import JobFailure, failure_of, policy_hint, replace_failures
-from txnq.queries import QUERIES
-from txnq.storage import connect, scalar
 
 if TYPE_CHECKING:
     from txnq.client import Client

@@ -60,9 +60,9 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from txnq import errors
-from txnq.queries import QUERIES
+from txnq.database.connections import connect
+from txnq.database.queries import QUERIES
 from txnq.settings import Settings
-from txnq.storage import connect
 
 log = logging.getLogger("txnq.metrics")
 

@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any, cast
 import psycopg
 
 from txnq import errors
+from txnq.database.connections import translate
+from txnq.database.plans import Call, Plan, Reconnect, Sleep, SyncIO, run
 from txnq.durations import Duration, Size, parse_duration, parse_size
 from txnq.failpoints import raise_if_armed
 from txnq.messages import (
@@ -56,8 +58,6 @@ from txnq.messages import (
     encode_properties,
 )
 from txnq.names import validate_name
-from txnq.plans import Call, Plan, Reconnect, Sleep, SyncIO, run
-from txnq.storage import translate
 
 if TYPE_CHECKING:
     from txnq.admin import TopicInfo

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import psycopg
 
 from txnq import errors
+from txnq.database.connections import is_outage
+from txnq.database.plans import Call, Plan, Reconnect, Sleep, run
+from txnq.database.queries import QUERIES
 from txnq.failpoints import armed, failpoint
-from txnq.plans import Call, Plan, Reconnect, Sleep, run
-from txnq.queries import QUERIES
-from txnq.storage import is_outage
 
 if TYPE_CHECKING:
     from txnq.client import Client

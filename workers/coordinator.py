@@ -54,12 +54,12 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from txnq import errors
+from txnq.database.connections import is_outage, libpq_dsn, scalar
+from txnq.database.queries import QUERIES
 from txnq.failpoints import failpoint
 from txnq.job_failures import JobFailure, error_text, rows
 from txnq.metrics import JobMetrics, MetricsServer, serve
-from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
-from txnq.storage import is_outage, libpq_dsn, scalar
 from txnq.transaction import MarkerPhaseError, TxnId, run_marker_phase
 
 log = logging.getLogger("txnq.workers.coordinator")

@@ -65,12 +65,13 @@ import psycopg
 from apscheduler.schedulers.background import BackgroundScheduler
 from psycopg.conninfo import conninfo_to_dict
 
-from txnq import errors, lifecycle, migrate
+from txnq import errors, lifecycle
 from txnq.client import Client
+from txnq.database import migrate
+from txnq.database.connections import connect, create_engine_for, libpq_dsn
+from txnq.database.queries import QUERIES
 from txnq.metrics import JobMetrics, MetricsServer, check_port, serve
-from txnq.queries import QUERIES
 from txnq.settings import Settings, load_settings
-from txnq.storage import connect, create_engine_for, libpq_dsn
 
 log = logging.getLogger("txnq.workers.scheduler")
 

@@ -1,7 +1,7 @@
 """The processes a chaos run owns and bounces: a PostgreSQL server of its own,
 txnq's workers and the copiers.
 
-The server is the embedded PostgreSQL 18 (``txnq.embedded``) in a temporary
+The server is the embedded PostgreSQL 18 (``txnq.database.embedded``) in a temporary
 home, listening on a free 127.0.0.1 port: the run may restart it (``pg_ctl
 restart -m fast`` keeps the port, so every client's DSN stays valid) whatever
 server the rest of the test suite uses.
@@ -27,7 +27,7 @@ class OwnedServer:
     """An embedded PostgreSQL this run starts, restarts and stops."""
 
     def __init__(self) -> None:
-        from txnq.embedded import EmbeddedServer
+        from txnq.database.embedded import EmbeddedServer
 
         self.home = tempfile.mkdtemp(prefix="txnq-chaos-pg-")
         self.server = EmbeddedServer(home=self.home)

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-import txnq.storage
+import txnq.database.connections
 from bench.transactions import Deadline, concurrently
 
 PAYLOAD_BYTES = 100
@@ -292,7 +292,7 @@ def single_phases(
 
 def database_dsn(server_dsn: str, database: str) -> str:
     """``server_dsn`` (URL or key=value) as a ``postgresql://`` URL for ``database``."""
-    url = txnq.storage.sqlalchemy_url(server_dsn)
+    url = txnq.database.connections.sqlalchemy_url(server_dsn)
     return url.set(drivername="postgresql", database=database).render_as_string(False)
 
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-import txnq.storage
+import txnq.database.connections
 from bench.peers import pgmq_peer, pgq, pgqueuer_peer, procrastinate_peer, raw, txnq_peer
 from bench.peers.common import (
     DATABASE_PREFIX,
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             ctp_messages=args.ctp_messages,
             seconds=args.seconds,
         )
-    server = txnq.storage.libpq_dsn(args.dsn)
+    server = txnq.database.connections.libpq_dsn(args.dsn)
     facts = server_facts(server)
     peers = [p for p in COMPARED if p.name in args.peer_names]
     skipped: dict[str, str] = {}

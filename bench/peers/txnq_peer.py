@@ -21,7 +21,7 @@ from bench.peers.common import (
 )
 from bench.produce_consume import PARTITIONS, txnq_consume, txnq_produce_batched
 from bench.transactions import concurrently, consume_transform_produce, fill, produce_transactional
-from txnq.migrate import upgrade
+from txnq.database.migrate import upgrade
 
 name = "txnq"
 title = "txnq"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from txnq.migrate import apply_sql_files
+from txnq.database.migrate import apply_sql_files
 
 revision = "0006"
 down_revision = "0005"

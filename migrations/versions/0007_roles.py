@@ -3,7 +3,7 @@ reads and writes rows (produce, consume, transactions; no DDL), txnq_worker
 runs the workers; txnq_reader (revision 0005) reads the views.
 
 RULE FOR LATER REVISIONS: nothing to do by hand. ``txnq migrate``
-(txnq.migrate.upgrade) calls ``txnq.grant_roles_v1()`` after every upgrade,
+(txnq.database.migrate.upgrade) calls ``txnq.grant_roles_v1()`` after every upgrade,
 which hands any new table, view, sequence or function in schema txnq to
 txnq_admin and grants it to txnq_client and txnq_worker (views also to
 txnq_reader) by the rules in sql/schema/0007_roles.sql. A revision needs its
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from txnq.migrate import apply_sql_files
+from txnq.database.migrate import apply_sql_files
 
 revision = "0007"
 down_revision = "0006"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from txnq.migrate import apply_sql_files
+from txnq.database.migrate import apply_sql_files
 
 revision = "0012"
 down_revision = "0011"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from txnq.migrate import apply_sql_files
+from txnq.database.migrate import apply_sql_files
 
 revision = "0013"
 down_revision = "0012"

@@ -18,10 +18,10 @@ from typing import Any
 
 import psycopg
 
+from txnq.database.connections import translate
+from txnq.database.queries import QUERIES
 from txnq.messages import check_event_time, encode_key, encode_payload, encode_properties
 from txnq.producer import partition_for_key
-from txnq.queries import QUERIES
-from txnq.storage import translate
 
 BATCH_MESSAGES = 500
 

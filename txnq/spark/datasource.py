@@ -116,8 +116,8 @@ class RangePiece(InputPartition):  # type: ignore[misc, unused-ignore]
 def _read_piece(piece: RangePiece) -> Iterator[tuple[Any, ...]]:
     import psycopg
 
+    from txnq.database.queries import QUERIES
     from txnq.messages import decode_properties
-    from txnq.queries import QUERIES
 
     assert piece.dsn is not None  # resolved on the driver (_with_dsn)
     with psycopg.connect(piece.dsn) as conn, conn.cursor(name="txnq_spark_read") as cursor:

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import txnq
+from txnq.database.queries import QUERIES
 from txnq.errors import IngestionBusyError, InvalidArgumentError
 from txnq.failpoints import failpoint
 from txnq.names import validate_name
-from txnq.queries import QUERIES
 from txnq.spark.ranges import CommittedRange, resolve
 from txnq.spark.read import read_range
 

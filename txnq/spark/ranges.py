@@ -30,8 +30,8 @@ from typing import Any
 
 import psycopg
 
+from txnq.database.queries import QUERIES
 from txnq.errors import InvalidArgumentError
-from txnq.queries import QUERIES
 
 Bound = str | Mapping[int, int] | Mapping[str, int] | datetime
 # A bound after check_bound(): mappings have int partitions.

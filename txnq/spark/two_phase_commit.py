@@ -42,9 +42,9 @@ from psycopg.rows import dict_row
 
 import txnq
 from txnq import errors
+from txnq.database.queries import QUERIES
 from txnq.durations import Duration, parse_duration
 from txnq.names import validate_name
-from txnq.queries import QUERIES
 from txnq.spark.appender import TxnAppender
 from txnq.transaction import TxnId
 

@@ -13,7 +13,7 @@ generator.)
 
 Errors: a step that fails is thrown into the plan at its ``yield``. A
 PostgreSQL error of a txnq function arrives as its :class:`TxnqError` (see
-``txnq.storage.translate``) unless the step says ``raw=True``; a lost
+``txnq.database.connections.translate``) unless the step says ``raw=True``; a lost
 connection arrives as ``psycopg.OperationalError`` so the plan can reconnect
 and retry.
 """
@@ -28,9 +28,9 @@ from typing import Any, Literal, TypeVar
 
 import psycopg
 
+from txnq.database.connections import translate
+from txnq.database.queries import QUERIES
 from txnq.messages import lenient_rows, use_message_loaders
-from txnq.queries import QUERIES
-from txnq.storage import translate
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ Result = Literal["one", "all", "value", "none"]
 
 @dataclass(frozen=True)
 class Call:
-    """Run the named query (``txnq.queries.QUERIES``) with ``params``.
+    """Run the named query (``txnq.database.queries.QUERIES``) with ``params``.
 
     ``result``: "one" (the first row as a tuple, or None), "all" (the rows),
     "value" (the first column of the first row, or None), "none".

@@ -16,9 +16,9 @@ from alembic.script import ScriptDirectory
 from psycopg import sql as psycopg_sql
 from sqlalchemy import Connection
 
+from txnq.database.connections import create_engine_for, sqlalchemy_url
 from txnq.errors import SchemaOutdatedError
 from txnq.settings import Settings
-from txnq.storage import create_engine_for, sqlalchemy_url
 
 PUBLISH_CONFIG = """
 UPDATE txnq.config
@@ -171,7 +171,7 @@ def check_schema(connection: Connection) -> str:
     if found is None:
         raise SchemaOutdatedError(
             "this database has no txnq schema yet: run `txnq migrate --dsn <dsn>` "
-            "(or `txnq.migrate.upgrade(dsn)`) first"
+            "(or `txnq.database.migrate.upgrade(dsn)`) first"
         )
     raise SchemaOutdatedError(
         f"the txnq schema is at revision {found}, this library needs {expected}: "
