@@ -57,7 +57,8 @@ def _check_partitions(partitions: object) -> int:
 
 
 class TopicAdmin(AdminBase):
-    """Topics, their policies and their subscriptions (the Admin's first part)."""
+    """Topics, their policies and their subscriptions: the part of the Admin
+    that the subscriptions part builds on."""
 
     def create_topic(
         self,

@@ -8,7 +8,8 @@ from typing import Any
 
 from txnq import errors
 
-#: Set on the GC and vacuum connections: DDL on a busy table waits no longer.
+#: Set on the GC and vacuum connections: their DDL and VACUUM wait at most
+#: this long for a busy table, then leave it for the next run.
 LOCK_TIMEOUT = "SET lock_timeout = '5s'"
 
 #: The longest age a lifecycle call compares with (PostgreSQL's intervals and
