@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 import txnq
 from txnq import errors
-from txnq.backlog_quota import check_backlog_quotas
 from txnq.cli import app
 from txnq.database.migrate import upgrade
+from txnq.lifecycle.backlog_quota import check_backlog_quotas
 from txnq.settings import load_settings
 
 FAST = {"poll_interval": "200ms"}

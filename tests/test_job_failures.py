@@ -27,9 +27,9 @@ from typer.testing import CliRunner
 
 import txnq
 from txnq import lifecycle
-from txnq.backlog_quota import check_backlog_quotas
 from txnq.cli import app
 from txnq.database.migrate import upgrade
+from txnq.lifecycle.backlog_quota import check_backlog_quotas
 from txnq.metrics import JobMetrics, MetricsServer
 from txnq.settings import load_settings
 

@@ -558,7 +558,7 @@ def test_lifecycle_jobs_skip_a_topic_deleted_after_they_listed_it(
     list the topics first, so a topic deleted in between is skipped, and the
     others are still done."""
     from txnq import lifecycle
-    from txnq.backlog_quota import check_backlog_quotas
+    from txnq.lifecycle.backlog_quota import check_backlog_quotas
 
     run = {
         "ttl": lifecycle.expire_ttl,

@@ -22,9 +22,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from txnq.backlog_quota import POLICIES, parse_limit_bytes, parse_limit_seconds, parse_policy
 from txnq.durations import parse_duration, parse_size
 from txnq.errors import ConfigurationError, InvalidArgumentError
+from txnq.policies import POLICIES, parse_limit_bytes, parse_limit_seconds, parse_policy
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

@@ -29,7 +29,7 @@ own PostgreSQL transaction and is idempotent, so a worker killed at any
 instant leaves nothing another worker cannot finish.
 
 With ``--metrics-port`` (``TXNQ_METRICS_PORT``) the worker serves Prometheus
-metrics (txnq/metrics.py): its leases and completions, besides the database
+metrics (txnq/metrics/): its leases and completions, besides the database
 metrics.
 
 For crash tests, ``TXNQ_FAILPOINT`` names a step after which the process
@@ -57,7 +57,7 @@ from txnq import errors
 from txnq.database.connections import is_outage, libpq_dsn, scalar
 from txnq.database.queries import QUERIES
 from txnq.failpoints import failpoint
-from txnq.job_failures import JobFailure, error_text, rows
+from txnq.lifecycle.job_failures import JobFailure, error_text, rows
 from txnq.metrics import JobMetrics, MetricsServer, serve
 from txnq.settings import Settings, load_settings
 from txnq.transaction import MarkerPhaseError, TxnId, run_marker_phase

@@ -24,10 +24,10 @@ scheduler starts). Jobs that exist today:
   entry logs, compact those under GC_MINOR_THRESHOLD live),
   ``compact_entry_logs_major`` (every ``GC_MAJOR_INTERVAL_SECONDS``, 1 d: the
   same up to GC_MAJOR_THRESHOLD) and ``gc_doctor`` (daily, reporting dirty
-  data only): the message lifecycle of txnq/lifecycle.py (docs/lifecycle.md);
+  data only): the message lifecycle of txnq/lifecycle/ (docs/lifecycle.md);
 - ``backlog_quota`` (every ``BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS``, 60 s):
   checks each topic's backlog quota, evicts or records it for the producers
-  (txnq/backlog_quota.py, docs/backlog-quota.md);
+  (txnq/lifecycle/backlog_quota.py, docs/backlog-quota.md);
 
 TTL, retention, the backlog quota check and GC go on when one topic (entry
 log) fails: the run's report lists it, the log says it, and
@@ -37,7 +37,7 @@ docs/lifecycle.md "When a job fails"); the run itself counts as a success.
   tuples piled up, where autovacuum is off or behind.
 
 With ``--metrics-port`` (``TXNQ_METRICS_PORT``) the scheduler serves Prometheus
-metrics (txnq/metrics.py, docs/metrics.md): each job's run durations,
+metrics (txnq/metrics/, docs/metrics.md): each job's run durations,
 failures, skipped runs and last success, besides the database metrics.
 
 Any number of scheduler processes may run against one database: each run of a
@@ -283,7 +283,7 @@ def gc_doctor(context: JobContext) -> str | None:
 def backlog_quota(context: JobContext) -> str | None:
     """Backlog quotas: evict (consumer_backlog_eviction) or record the topics
     over quota, where producers look (producer_hold, producer_error)."""
-    from txnq.backlog_quota import check_backlog_quotas
+    from txnq.lifecycle.backlog_quota import check_backlog_quotas
 
     report = check_backlog_quotas(context.client)
     failed = context.failures(report)

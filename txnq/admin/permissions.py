@@ -11,13 +11,11 @@ built from them.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
+from txnq.admin.base import AdminBase
+from txnq.admin.info import TopicPermission
 from txnq.errors import InvalidArgumentError, InvalidNameError
 from txnq.names import validate_name
 
@@ -26,25 +24,6 @@ ACTIONS = ("produce", "consume", "admin")
 #: Role names txnq grants to: what PostgreSQL accepts unquoted, plus . $ -
 #: (the SQL functions check the same pattern and that the role exists).
 ROLE_PATTERN = re.compile(r"^[A-Za-z0-9_.$-]{1,63}$")
-
-
-@dataclass(frozen=True)
-class TopicPermission:
-    """One grant: ``role`` may ``action`` the topic ``resource`` (``kind``
-    "topic") or every topic whose name starts with it (``kind`` "prefix").
-    ``role_exists`` is False once the role was dropped (the grant stays until
-    revoked, and applies again to a role created with that name)."""
-
-    role: str
-    resource: str
-    kind: str
-    action: str
-    granted_by: str
-    granted_at: datetime
-    role_exists: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def validate_role(value: object) -> str:
@@ -98,3 +77,60 @@ def parse_actions(
             )
         out.add(value.strip().lower())
     return sorted(out)
+
+
+class PermissionAdmin(AdminBase):
+    """Grants of produce, consume and admin on topics and topic prefixes."""
+
+    def grant(
+        self,
+        role: str,
+        *,
+        topic: str | None = None,
+        prefix: str | None = None,
+        actions: str | Iterable[str],
+    ) -> int:
+        """Allow ``role`` to ``actions`` (produce, consume, admin; admin
+        includes the other two) the topic ``topic``, or every topic whose name
+        starts with ``prefix`` (topics created later included). The topic need
+        not exist yet. Returns how many grants were added."""
+        resource, is_prefix = target(topic, prefix)
+        params = {
+            "role": validate_role(role),
+            "resource": resource,
+            "is_prefix": is_prefix,
+            "actions": parse_actions(actions),
+        }
+        return int(self._client.query("grant_topic_permission", params)[0]["added"])
+
+    def revoke(
+        self,
+        role: str,
+        *,
+        topic: str | None = None,
+        prefix: str | None = None,
+        actions: str | Iterable[str] | None = None,
+    ) -> int:
+        """Take back grants of :meth:`grant`: those of ``role`` on exactly
+        that topic or prefix, for ``actions`` (None: all). Returns how many
+        were removed."""
+        resource, is_prefix = target(topic, prefix)
+        params = {
+            "role": validate_role(role),
+            "resource": resource,
+            "is_prefix": is_prefix,
+            "actions": parse_actions(actions, allow_none=True),
+        }
+        return int(self._client.query("revoke_topic_permission", params)[0]["removed"])
+
+    def permissions(
+        self, *, role: str | None = None, topic: str | None = None
+    ) -> list[TopicPermission]:
+        """The grants the caller may see (admins: all; a role: its own and
+        those on topics it administers); only ``role``'s, and only those that
+        apply to ``topic`` (its own and every prefix it falls under), when given."""
+        params = {
+            "role": None if role is None else validate_role(role),
+            "topic": None if topic is None else validate_name(topic, "topic"),
+        }
+        return [TopicPermission(**row) for row in self._client.query("topic_permissions", params)]

@@ -1,74 +1,39 @@
-"""Prometheus metrics: the HTTP endpoint of a worker (docs/metrics.md).
+"""The metrics read from PostgreSQL at scrape time (:class:`DatabaseCollector`).
 
-A worker started with ``--metrics-port N`` (or ``TXNQ_METRICS_PORT``) serves
-``http://METRICS_HOST:N/metrics`` (host 127.0.0.1 unless ``--metrics-host`` /
-``TXNQ_METRICS_HOST`` says otherwise). What it serves:
-
-- **From the database, read at scrape time** (:class:`DatabaseCollector`):
-  workers do not see client traffic, so the produce and acknowledge rates come
-  from monotonically increasing positions kept in PostgreSQL — a partition's
-  next offset (offsets are gapless), a cursor's mark-delete offset — exposed as
-  counters for Prometheus' ``rate()``; backlogs, consumers and transactions in
-  flight as gauges; lifecycle totals from ``txnq.gc_runs``; and, counted since
-  this endpoint started, the transactions that completed (by outcome and
-  reason) with a histogram of their completion time from the transaction log.
-  One scrape is two statements in one read-only transaction on the endpoint's
-  own connection, under a statement and a lock timeout, and never reads
-  ``txnq.entries`` (sql/queries/metrics.sql).
-- **Health** at ``/healthz`` on the same port (:meth:`MetricsServer.add_health`):
-  200 and ``{"status": "ok", ...}`` when every check the workers of the
-  process registered passes (connected to PostgreSQL, leases confirmed), 503
-  and ``"status": "unavailable"`` with each check's details otherwise; for an
-  orchestrator's liveness/readiness probe or a load balancer.
-- **From the process**: the scheduler's job runs (:class:`JobMetrics`), a
-  coordinator worker's leases and completions (:class:`CoordinatorCollector`),
-  and prometheus_client's process and Python collectors.
-
-Every worker serves the database metrics, so with several workers scraped the
-same database-derived series appear once per worker: aggregate them with
-``max`` (docs/metrics.md has PromQL).
+Workers do not see client traffic, so the produce and acknowledge rates come
+from monotonically increasing positions kept in PostgreSQL -- a partition's
+next offset (offsets are gapless), a cursor's mark-delete offset -- exposed as
+counters for Prometheus' ``rate()``; backlogs, consumers and transactions in
+flight as gauges; lifecycle totals from ``txnq.gc_runs``; and, counted since
+the endpoint started, the transactions that completed (by outcome and reason)
+with a histogram of their completion time from the transaction log. One
+scrape is two statements in one read-only transaction on the collector's own
+connection, under a statement and a lock timeout, and never reads
+``txnq.entries`` (sql/queries/metrics.sql).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol
-from wsgiref.simple_server import WSGIRequestHandler, make_server
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import psycopg
-from prometheus_client import (
-    GC_COLLECTOR,
-    Counter,
-    Gauge,
-    Histogram,
-    make_wsgi_app,
-)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
 )
-from prometheus_client.exposition import ThreadingWSGIServer
-from prometheus_client.platform_collector import PlatformCollector
-from prometheus_client.process_collector import ProcessCollector
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import Collector
 
 from txnq import errors
 from txnq.database.connections import connect
 from txnq.database.queries import QUERIES
-from txnq.settings import Settings
 
 log = logging.getLogger("txnq.metrics")
-
-#: Where the endpoint listens unless METRICS_HOST says otherwise: the metrics
-#: name topics and subscriptions, so serving them beyond the host is a choice.
-DEFAULT_HOST = "127.0.0.1"
 
 #: A scrape's statements give up after this long (Prometheus' default scrape
 #: timeout is 10 s), and never wait longer than LOCK_TIMEOUT behind DDL such as
@@ -102,26 +67,6 @@ COMPLETION_BUCKETS: tuple[float, ...] = (
     30.0,
     60.0,
     300.0,
-)
-
-#: Buckets of the job duration histogram: one-second jobs to an hour-long GC.
-JOB_BUCKETS: tuple[float, ...] = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    300.0,
-    900.0,
-    3600.0,
 )
 
 #: The samples of ``metrics_snapshot``: its metric key -> (kind, Prometheus
@@ -209,25 +154,6 @@ SNAPSHOT_METRICS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         ("job",),
     ),
 }
-
-
-def check_port(value: object, *, what: str = "--metrics-port") -> int:
-    """``value`` as a TCP port for the endpoint (0: any free port), else a
-    ConfigurationError that says what to give."""
-    text = str(value).strip() if isinstance(value, str | int) else ""
-    if isinstance(value, bool) or not text.isdigit():
-        raise errors.ConfigurationError(
-            f"{what} must be a TCP port number from 1 to 65535 (0: any free port), not {value!r}"
-        )
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise errors.ConfigurationError(
-            f"{what} must be a TCP port number from 1 to 65535 (0: any free port), not {port}"
-        )
-    return port
-
-
-# -- the database ---------------------------------------------------------------
 
 
 def _le(bound: float) -> str:
@@ -496,249 +422,3 @@ class DatabaseCollector(Collector):
         for outcome, observed in self._completion.items():
             histogram.add_metric([outcome], observed.buckets(), observed.sum)
         yield histogram
-
-
-# -- the processes --------------------------------------------------------------
-
-
-class JobMetrics:
-    """The scheduler's job runs: durations, failures, skips, last success."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.duration = Histogram(
-            "txnq_job_duration_seconds",
-            "How long a run of a scheduler job took (runs that failed included).",
-            ["job"],
-            buckets=JOB_BUCKETS,
-            registry=registry,
-        )
-        self.failures = Counter(
-            "txnq_job_failures",
-            "Runs of a scheduler job that raised an error.",
-            ["job"],
-            registry=registry,
-        )
-        self.skipped = Counter(
-            "txnq_job_skipped",
-            "Runs of a scheduler job skipped: another process was running it, or "
-            "PostgreSQL was unavailable.",
-            ["job"],
-            registry=registry,
-        )
-        self.last_success = Gauge(
-            "txnq_job_last_success_timestamp_seconds",
-            "When a run of the job last succeeded (Unix time; 0: not yet in this process).",
-            ["job"],
-            registry=registry,
-        )
-        self.topic_failures = Counter(
-            "txnq_job_topic_failures",
-            "Topics a run of a job could not process (the run went on with the others and "
-            "counts as a success): TTL, retention, backlog quota; GC counts entry logs and "
-            'the coordinators\' marker_phase transactions, with topic "" when no topic is '
-            "known. txnq.job_failure_status shows what is failing now.",
-            ["job", "topic"],
-            registry=registry,
-        )
-
-    def declare(self, job: str) -> None:
-        """Make the job's series exist (at 0) before its first run."""
-        self.duration.labels(job)
-        self.failures.labels(job)
-        self.skipped.labels(job)
-        self.last_success.labels(job)
-
-    def observe(self, job: str, seconds: float, *, ok: bool) -> None:
-        self.duration.labels(job).observe(seconds)
-        if ok:
-            self.last_success.labels(job).set(time.time())
-        else:
-            self.failures.labels(job).inc()
-
-    def skip(self, job: str) -> None:
-        self.skipped.labels(job).inc()
-
-    def topic_failed(self, job: str, topic: str | None) -> None:
-        self.topic_failures.labels(job, topic or "").inc()
-
-
-class _Coordinator(Protocol):
-    name: str
-    owned: set[int]
-    completed: int
-
-
-class CoordinatorCollector(Collector):
-    """A coordinator worker's share of the work: its leases and what it completed."""
-
-    def __init__(self, worker: _Coordinator) -> None:
-        self.worker = worker
-
-    def collect(self) -> Iterable[Metric]:
-        leases = GaugeMetricFamily(
-            "txnq_coordinator_leases",
-            "Transaction coordinators this worker holds.",
-            labels=["worker"],
-        )
-        leases.add_metric([self.worker.name], len(self.worker.owned))
-        completed = CounterMetricFamily(
-            "txnq_coordinator_transactions_completed",
-            "Decided transactions whose marker phase this worker finished (clients finish "
-            "their own commits; the workers finish what a dead client or a timeout left).",
-            labels=["worker"],
-        )
-        completed.add_metric([self.worker.name], self.worker.completed)
-        return [leases, completed]
-
-
-# -- the endpoint ---------------------------------------------------------------
-
-#: A health check: returns (healthy, details for the /healthz body).
-HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
-
-
-class _QuietHandler(WSGIRequestHandler):
-    """No access log on standard error: the workers' log stays theirs."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def _wsgi_app(registry: CollectorRegistry, checks: dict[str, HealthCheck]) -> Any:
-    metrics_app = make_wsgi_app(registry)
-
-    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        if environ.get("PATH_INFO", "/").rstrip("/") != "/healthz":
-            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
-        results: dict[str, Any] = {}
-        healthy = True
-        for name, check in list(checks.items()):
-            try:
-                ok, details = check()
-            except Exception as exc:  # a check that fails is a failed check
-                ok, details = False, {"error": f"{type(exc).__name__}: {exc}"}
-            healthy = healthy and ok
-            results[name] = {"ok": ok, **details}
-        body = json.dumps(
-            {"status": "ok" if healthy else "unavailable", "checks": results}, default=str
-        ).encode()
-        status = "200 OK" if healthy else "503 Service Unavailable"
-        start_response(
-            status,
-            [
-                ("Content-Type", "application/json"),
-                ("Content-Length", str(len(body))),
-                ("Cache-Control", "no-store"),
-            ],
-        )
-        return [body]
-
-    return app
-
-
-class MetricsServer:
-    """The HTTP endpoint: ``start()`` binds ``host:port`` (port 0: a free one,
-    see :attr:`port`) and serves ``/metrics`` from a daemon thread; ``stop()``
-    closes it. The registry holds the database collector, the process
-    collectors, and what workers add (:meth:`add_jobs`, :meth:`add_coordinator`).
-    """
-
-    def __init__(self, dsn: str, *, host: str = DEFAULT_HOST, port: int = 0) -> None:
-        self.host = host
-        self.requested_port = check_port(port)
-        self.registry = CollectorRegistry()
-        self.database = DatabaseCollector(dsn)
-        self.registry.register(self.database)
-        ProcessCollector(registry=self.registry)
-        PlatformCollector(registry=self.registry)
-        self.registry.register(GC_COLLECTOR)
-        self._jobs: JobMetrics | None = None
-        self._checks: dict[str, HealthCheck] = {}
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        """The port it listens on (the one the OS chose for port 0)."""
-        if self._server is None:
-            return self.requested_port
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
-
-    def add_jobs(self) -> JobMetrics:
-        """The scheduler's job metrics, registered once."""
-        if self._jobs is None:
-            self._jobs = JobMetrics(self.registry)
-        return self._jobs
-
-    def add_coordinator(self, worker: _Coordinator) -> None:
-        self.registry.register(CoordinatorCollector(worker))
-
-    def add_health(self, name: str, check: HealthCheck) -> None:
-        """Make ``check`` part of ``/healthz`` (under ``name``)."""
-        self._checks[name] = check
-
-    @property
-    def health_url(self) -> str:
-        return self.url.removesuffix("/metrics") + "/healthz"
-
-    def start(self) -> MetricsServer:
-        if self._server is not None:
-            return self
-        try:
-            family, _, _, _, sockaddr = socket.getaddrinfo(
-                self.host, self.requested_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-            )[0]
-
-            class Server(ThreadingWSGIServer):
-                address_family = family
-
-            server = make_server(
-                str(sockaddr[0]),
-                self.requested_port,
-                _wsgi_app(self.registry, self._checks),
-                Server,
-                handler_class=_QuietHandler,
-            )
-            thread = threading.Thread(target=server.serve_forever, name="txnq-metrics", daemon=True)
-            thread.start()
-            self._server, self._thread = server, thread
-        except OSError as exc:
-            reason = exc.strerror or str(exc) or type(exc).__name__
-            raise errors.ConfigurationError(
-                f"cannot serve metrics on {self.host}:{self.requested_port}: {reason}; choose "
-                "another --metrics-port / TXNQ_METRICS_PORT (or --metrics-host / "
-                "TXNQ_METRICS_HOST), or stop what uses that port"
-            ) from None
-        self.database.start()
-        log.info("metrics on %s, health on %s", self.url, self.health_url)
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the database connection. Idempotent."""
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(5.0)
-            self._thread = None
-        self.database.close()
-
-    def __enter__(self) -> MetricsServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def serve(dsn: str, settings: Settings) -> MetricsServer | None:
-    """The endpoint ``settings`` ask for (METRICS_PORT, METRICS_HOST), started;
-    None when METRICS_PORT is unset."""
-    if settings.metrics_port is None:
-        return None
-    return MetricsServer(dsn, host=settings.metrics_host, port=settings.metrics_port).start()
