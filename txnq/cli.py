@@ -59,20 +59,20 @@ from txnq.settings import load_settings
 
 if TYPE_CHECKING:
     from txnq.admin import (
+        BacklogQuotaInfo,
         ConsumerInfo,
         CursorInfo,
         HangingTransaction,
         PartitionInfo,
         SubscriptionInfo,
         TopicInfo,
+        TopicPermission,
         TransactionDescription,
         TransactionInfo,
     )
-    from txnq.backlog_quota import BacklogQuotaInfo
     from txnq.consumer import Consumer
     from txnq.database.embedded import EmbeddedServer
     from txnq.lifecycle import LifecycleReport
-    from txnq.permissions import TopicPermission
     from txnq.producer import PendingSend
 
 #: Results (tables, JSON). Notes, progress and errors go to ``err_console``.
@@ -2147,7 +2147,7 @@ def gc_run(
     A topic (entry log) that fails does not stop the others: it is listed, and
     the exit status is 1 (`txnq gc failures` shows what keeps failing)."""
     from txnq import lifecycle
-    from txnq.backlog_quota import check_backlog_quotas
+    from txnq.lifecycle.backlog_quota import check_backlog_quotas
 
     if minor and major:
         _fail("choose one of --minor and --major")
