@@ -23,10 +23,10 @@ migrations/sql/SHA256SUMS) and sql/ holds only what head runs.
   claims_forget_cursors_v1 and delayed_entries_forget_topic_v1) and revision
   0004's compaction_columns_v1.
 - Every other function and view of head is re-applied from the frozen copy
-  of the revision that installed it: files of revisions 0001, 0007, 0013 and
-  0015 changed after those revisions had reached main (sql/README.md,
-  "History"), so databases migrated in between run older text; after this
-  revision all run the text a fresh database runs.
+  of the revision that installed it: files of revisions 0001, 0002, 0004,
+  0005, 0007, 0008, 0013 and 0015 changed after those revisions had reached
+  main (sql/README.md, "History"), so databases migrated in between may run
+  older text; after this revision all run the text a fresh database runs.
 - Nothing is dropped: every superseded version is callable by a client of
   some released revision (claimed_messages_v1 is internal, but stays as the
   wrapper the rule asks for). grant_roles_v1 and grant_roles_v2 keep their
