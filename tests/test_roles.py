@@ -1,4 +1,4 @@
-"""The PostgreSQL roles of revision 0007 (sql/schema/0007_roles.sql): each
+"""The PostgreSQL roles of revision 0007 (migrations/sql/0007/schema/0007_roles.sql): each
 does what it is for and nothing more. Every test logs in as a temporary LOGIN
 role that is a member of one txnq role only, and is not a superuser.
 

@@ -18,23 +18,23 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0002_transactions.sql",
-    "functions/txn_require_open_v1.sql",
-    "functions/open_txn_v1.sql",
-    "functions/append_v2.sql",
-    "functions/fetch_v2.sql",
-    "functions/apply_acks_v1.sql",
-    "functions/ack_v2.sql",
-    "functions/v1_over_v2.sql",
-    "functions/end_txn_v1.sql",
-    "functions/complete_txn_partition_v1.sql",
-    "functions/complete_txn_subscription_v1.sql",
-    "functions/finish_txn_v1.sql",
-    "functions/complete_txn_v1.sql",
-    "functions/abort_timed_out_v1.sql",
-    "functions/init_transactional_id_v1.sql",
-    "functions/bind_txn_v1.sql",
-    "views/transactions.sql",
+    "0002/schema/0002_transactions.sql",
+    "0002/functions/txn_require_open_v1.sql",
+    "0002/functions/open_txn_v1.sql",
+    "0002/functions/append_v2.sql",
+    "0002/functions/fetch_v2.sql",
+    "0002/functions/apply_acks_v1.sql",
+    "0002/functions/ack_v2.sql",
+    "0002/functions/v1_over_v2.sql",
+    "0002/functions/end_txn_v1.sql",
+    "0002/functions/complete_txn_partition_v1.sql",
+    "0002/functions/complete_txn_subscription_v1.sql",
+    "0002/functions/finish_txn_v1.sql",
+    "0002/functions/complete_txn_v1.sql",
+    "0002/functions/abort_timed_out_v1.sql",
+    "0002/functions/init_transactional_id_v1.sql",
+    "0002/functions/bind_txn_v1.sql",
+    "0002/views/transactions.sql",
 ]
 
 
@@ -81,5 +81,10 @@ def downgrade() -> None:
     # The 0001 bodies of append_v1/fetch_v1/ack_v1 replace the wrappers.
     op.get_bind().connection.driver_connection.execute(DOWNGRADE)
     apply_sql_files(
-        op.get_bind(), ["functions/append_v1.sql", "functions/fetch_v1.sql", "functions/ack_v1.sql"]
+        op.get_bind(),
+        [
+            "0001/functions/append_v1.sql",
+            "0001/functions/fetch_v1.sql",
+            "0001/functions/ack_v1.sql",
+        ],
     )

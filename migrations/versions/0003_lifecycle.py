@@ -18,10 +18,10 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0003_lifecycle.sql",
-    "functions/expire_ttl_v1.sql",
-    "functions/apply_retention_v1.sql",
-    "functions/entry_log_usage_v1.sql",
+    "0003/schema/0003_lifecycle.sql",
+    "0003/functions/expire_ttl_v1.sql",
+    "0003/functions/apply_retention_v1.sql",
+    "0003/functions/entry_log_usage_v1.sql",
 ]
 
 # Back to revision 0002. Ledgers deleted by retention stay DELETED and dropped

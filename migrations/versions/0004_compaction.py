@@ -18,8 +18,8 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0004_compaction.sql",
-    "functions/compaction_v1.sql",
+    "0004/schema/0004_compaction.sql",
+    "0004/functions/compaction_v1.sql",
 ]
 
 # Back to revision 0003: an unfinished compaction's target is dropped (its

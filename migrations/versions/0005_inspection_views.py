@@ -20,15 +20,15 @@ depends_on = None
 # Views before the role's grants; partition_status before topic_status (which
 # sums it); the function before the view that calls it.
 SQL_FILES = [
-    "views/partition_status.sql",
-    "views/topic_status.sql",
-    "views/subscription_status.sql",
-    "views/transaction_status_v2.sql",
-    "views/ledger_status.sql",
-    "functions/entry_log_usage_inspect_v1.sql",
-    "views/entry_log_status.sql",
-    "views/gc_history.sql",
-    "schema/0005_inspection.sql",
+    "0005/views/partition_status.sql",
+    "0005/views/topic_status.sql",
+    "0005/views/subscription_status.sql",
+    "0005/views/transaction_status_v2.sql",
+    "0005/views/ledger_status.sql",
+    "0005/functions/entry_log_usage_inspect_v1.sql",
+    "0005/views/entry_log_status.sql",
+    "0005/views/gc_history.sql",
+    "0005/schema/0005_inspection.sql",
 ]
 
 # Back to revision 0004: drop the views (their grants go with them), take back
@@ -55,4 +55,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.get_bind().connection.driver_connection.execute(DOWNGRADE)
-    apply_sql_files(op.get_bind(), ["views/transactions.sql"])
+    apply_sql_files(op.get_bind(), ["0002/views/transactions.sql"])

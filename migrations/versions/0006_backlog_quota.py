@@ -19,11 +19,11 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0006_backlog_quota.sql",
-    "functions/subscription_backlog_v1.sql",
-    "functions/check_backlog_quota_v1.sql",
-    "functions/append_v3.sql",
-    "functions/v2_over_v3.sql",
+    "0006/schema/0006_backlog_quota.sql",
+    "0006/functions/subscription_backlog_v1.sql",
+    "0006/functions/check_backlog_quota_v1.sql",
+    "0006/functions/append_v3.sql",
+    "0006/functions/v2_over_v3.sql",
 ]
 
 # Back to revision 0005: append_v2 gets its own body back (it no longer knows
@@ -55,6 +55,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     driver_connection = op.get_bind().connection.driver_connection
-    apply_sql_files(op.get_bind(), ["functions/append_v2.sql"])
+    apply_sql_files(op.get_bind(), ["0002/functions/append_v2.sql"])
     driver_connection.execute(DROP_APPEND_V3)
     driver_connection.execute(DOWNGRADE)

@@ -30,7 +30,7 @@ down_revision = "0006"
 branch_labels = None
 depends_on = None
 
-SQL_FILES = ["schema/0007_roles.sql"]
+SQL_FILES = ["0007/schema/0007_roles.sql"]
 
 # Back to revision 0006: the schema's objects go back to the migrating role
 # (REASSIGN OWNED works in this database only), txnq_client and txnq_worker

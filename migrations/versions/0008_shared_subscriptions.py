@@ -21,17 +21,17 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0008_shared_subscriptions.sql",
-    "functions/key_hash_v1.sql",
-    "functions/shared_advance_v1.sql",
-    "functions/dispatch_shared_v1.sql",
-    "functions/dead_letter_v1.sql",
-    "functions/claim_v1.sql",
-    "functions/ack_shared_v1.sql",
-    "functions/nack_shared_v1.sql",
-    "functions/release_claims_v1.sql",
-    "functions/append_delayed_v1.sql",
-    "functions/claims_after_pending_acks_v1.sql",
+    "0008/schema/0008_shared_subscriptions.sql",
+    "0008/functions/key_hash_v1.sql",
+    "0008/functions/shared_advance_v1.sql",
+    "0008/functions/dispatch_shared_v1.sql",
+    "0008/functions/dead_letter_v1.sql",
+    "0008/functions/claim_v1.sql",
+    "0008/functions/ack_shared_v1.sql",
+    "0008/functions/nack_shared_v1.sql",
+    "0008/functions/release_claims_v1.sql",
+    "0008/functions/append_delayed_v1.sql",
+    "0008/functions/claims_after_pending_acks_v1.sql",
 ]
 
 # Back to revision 0006: shared and key_shared subscriptions keep their

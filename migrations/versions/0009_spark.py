@@ -19,8 +19,8 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0009_spark.sql",
-    "views/committed_messages.sql",
+    "0009/schema/0009_spark.sql",
+    "0009/views/committed_messages.sql",
 ]
 
 DOWNGRADE = """

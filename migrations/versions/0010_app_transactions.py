@@ -20,13 +20,13 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0010_app_transactions.sql",
-    "functions/partition_for_key_v1.sql",
-    "functions/check_ack_once_v1.sql",
-    "functions/stage_send_v1.sql",
-    "functions/send_at_commit_v1.sql",
-    "functions/stage_ack_v1.sql",
-    "functions/publish_staged_v1.sql",
+    "0010/schema/0010_app_transactions.sql",
+    "0010/functions/partition_for_key_v1.sql",
+    "0010/functions/check_ack_once_v1.sql",
+    "0010/functions/stage_send_v1.sql",
+    "0010/functions/send_at_commit_v1.sql",
+    "0010/functions/stage_ack_v1.sql",
+    "0010/functions/publish_staged_v1.sql",
 ]
 
 # Staged rows live for one transaction: nothing is lost by dropping the tables.

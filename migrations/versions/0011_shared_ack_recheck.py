@@ -20,7 +20,7 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "functions/ack_shared_v2.sql",
+    "0011/functions/ack_shared_v2.sql",
 ]
 
 # ack_shared_v1 stays (revision 0008): clients of revision 0010 keep calling it.

@@ -20,7 +20,7 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "functions/fetch_v3.sql",
+    "0012/functions/fetch_v3.sql",
 ]
 
 # fetch_v2 stays (revision 0002): clients of revision 0011 keep calling it.

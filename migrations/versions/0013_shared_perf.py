@@ -25,10 +25,10 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0013_shared_perf.sql",
-    "functions/ack_shared_v3.sql",
-    "functions/claimed_messages_v1.sql",
-    "functions/claim_v2.sql",
+    "0013/schema/0013_shared_perf.sql",
+    "0013/functions/ack_shared_v3.sql",
+    "0013/functions/claimed_messages_v1.sql",
+    "0013/functions/claim_v2.sql",
 ]
 
 # ack_shared_v2 (revision 0011) and claim_v1 (revision 0008) stay: clients of

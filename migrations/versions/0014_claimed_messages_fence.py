@@ -22,7 +22,7 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "functions/claimed_messages_v1.sql",
+    "0014/functions/claimed_messages_v1.sql",
 ]
 
 

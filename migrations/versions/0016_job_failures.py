@@ -23,10 +23,10 @@ branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "schema/0016_job_failures.sql",
-    "views/gc_history_v2.sql",
-    "views/job_failure_status.sql",
-    "functions/grant_roles_v3.sql",
+    "0016/schema/0016_job_failures.sql",
+    "0016/views/gc_history_v2.sql",
+    "0016/views/job_failure_status.sql",
+    "0016/functions/grant_roles_v3.sql",
 ]
 
 # Back to revision 0015: gc_history loses its last column (a view cannot drop
@@ -57,5 +57,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     driver_connection = op.get_bind().connection.driver_connection
     driver_connection.execute(DOWNGRADE)
-    apply_sql_files(op.get_bind(), ["views/gc_history.sql"])
+    apply_sql_files(op.get_bind(), ["0005/views/gc_history.sql"])
     driver_connection.execute(GRANT_READER)

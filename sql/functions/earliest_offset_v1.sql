@@ -1,9 +1,9 @@
--- txnq.earliest_offset_v1: the first offset of a partition still retained
--- (the first offset of its oldest ledger that is not DELETED).
+-- txnq.earliest_offset_v1: superseded; kept for the clients of earlier
+-- revisions as a thin wrapper of txnq.earliest_offset_v2 (same signature and
+-- result). Made by revision 0015 (functions/superseded_0015_consume.sql);
+-- revision 0017 moved it to a file of its own, unchanged.
 CREATE OR REPLACE FUNCTION txnq.earliest_offset_v1(p_topic_id integer, p_partition integer)
 RETURNS bigint
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce(min(l.first_offset), 0)
-      FROM txnq.ledgers l
-     WHERE l.topic_id = p_topic_id AND l.partition = p_partition AND l.state <> 'DELETED';
+    SELECT txnq.earliest_offset_v2(p_topic_id, p_partition)
 $$;

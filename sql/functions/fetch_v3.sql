@@ -1,16 +1,7 @@
--- txnq.fetch_v3: fetch_v2 from no lower than the subscription's mark-delete
--- offset. Revision 0012.
---
--- A consumer's read position can be older than its cursor: a transaction (or
--- an application transaction) that acknowledged cumulatively, or another
--- consumer before a failover hand-over, may have moved the mark-delete offset
--- past what this consumer has fetched, without a seek or an abort (which bump
--- the cursor generation the consumer follows). fetch_v2 then returned those
--- acknowledged entries again (a transactional ack of them was refused, so
--- exactly-once held, but they were delivered twice); fetch_v3 starts above
--- max(after_offset, mark_delete_offset), read in the same snapshot.
---
--- Parameters, result, locks, invariants and errors: those of txnq.fetch_v2.
+-- txnq.fetch_v3: superseded; kept for the clients of earlier revisions as a
+-- thin wrapper of txnq.fetch_v4 (same signature and result). Made by revision
+-- 0015 (functions/superseded_0015_consume.sql); revision 0017 moved it to a
+-- file of its own, unchanged.
 CREATE OR REPLACE FUNCTION txnq.fetch_v3(
     p_topic_id integer,
     p_partition integer,
@@ -31,10 +22,6 @@ CREATE OR REPLACE FUNCTION txnq.fetch_v3(
     acked_batch_indexes integer[]
 )
 LANGUAGE sql STABLE AS $$
-    SELECT * FROM txnq.fetch_v2(
-        p_topic_id, p_partition, p_subscription_id,
-        greatest(p_after_offset, (SELECT c.mark_delete_offset FROM txnq.cursors c
-                                   WHERE c.topic_id = p_topic_id AND c.partition = p_partition
-                                     AND c.subscription_id = p_subscription_id)),
-        p_max_entries, p_max_bytes)
+    SELECT * FROM txnq.fetch_v4(p_topic_id, p_partition, p_subscription_id, p_after_offset,
+                                        p_max_entries, p_max_bytes, true)
 $$;

@@ -1,14 +1,7 @@
--- txnq.nack_shared_v1: negative acknowledgements on a shared or key_shared
--- subscription: the messages go back to waiting and become deliverable (to
--- any consumer) after their delay.
---
--- Parameters: (topic_id, partition), subscription_id, consumer_id (only the
---   consumer holding a claim can release it: a message redelivered to somebody
---   else meanwhile stays theirs), offsets[i], batch_indexes[i] (message i),
---   delays[i] (seconds; the client computes its backoff from the message's
---   redelivery count).
--- Returns how many claims were released.
--- Locks: the claim rows. Claims pending in a transaction are left alone.
+-- txnq.nack_shared_v1: superseded; kept for the clients of earlier revisions
+-- as a thin wrapper of txnq.nack_shared_v2 (same signature and result). Made
+-- by revision 0015 (functions/superseded_0015_consume.sql); revision 0017
+-- moved it to a file of its own, unchanged.
 CREATE OR REPLACE FUNCTION txnq.nack_shared_v1(
     p_topic_id integer,
     p_partition integer,
@@ -18,22 +11,7 @@ CREATE OR REPLACE FUNCTION txnq.nack_shared_v1(
     p_batch_indexes integer[],
     p_delays double precision[]
 ) RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_count integer;
-BEGIN
-    IF cardinality(p_offsets) <> cardinality(p_batch_indexes) OR cardinality(p_offsets) <> cardinality(p_delays)
-       OR EXISTS (SELECT 1 FROM unnest(p_delays) AS d WHERE d IS NULL OR d < 0) THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = 'nack_shared_v1: offsets, batch_indexes and delays (each at least 0) go together';
-    END IF;
-    UPDATE txnq.claims c
-       SET consumer_id = NULL, visible_at = clock_timestamp() + make_interval(secs => u.d), reason = 'nack'
-      FROM unnest(p_offsets, p_batch_indexes, p_delays) AS u(o, i, d)
-     WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
-       AND c.entry_offset = ANY (p_offsets) AND c.entry_offset = u.o AND c.batch_index = u.i
-       AND c.consumer_id = p_consumer_id AND c.txn_tc IS NULL;
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-    RETURN v_count;
-END;
+LANGUAGE sql AS $$
+    SELECT txnq.nack_shared_v2(p_topic_id, p_partition, p_subscription_id, p_consumer_id, p_offsets,
+                               p_batch_indexes, p_delays)
 $$;

@@ -1,10 +1,7 @@
--- txnq.open_txn_v1: open a transaction on one coordinator (protocol step 1).
---
--- Parameters: tc_id (0 .. tc_count - 1; clients pick round-robin),
---   timeout_seconds (> 0, at most the server's txn_max_timeout_seconds).
--- Returns one row: tc_id, txn_seq (the transaction id; never reused), timeout_at.
--- Locks: the coordinator row, only for this statement (it numbers transactions).
--- Errors: TQ005 coordinator out of range or timeout out of range.
+-- txnq.open_txn_v1: superseded; kept for the clients of earlier revisions as a
+-- thin wrapper of txnq.open_txn_v2 (same signature and result). Made by
+-- revision 0015 (functions/superseded_0015_produce.sql); revision 0017 moved
+-- it to a file of its own, unchanged.
 CREATE OR REPLACE FUNCTION txnq.open_txn_v1(
     p_tc_id integer,
     p_timeout_seconds double precision,
@@ -12,29 +9,6 @@ CREATE OR REPLACE FUNCTION txnq.open_txn_v1(
     OUT txn_seq bigint,
     OUT timeout_at timestamptz
 )
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_tc_count integer;
-    v_max_timeout double precision;
-BEGIN
-    SELECT c.tc_count, c.txn_max_timeout_seconds INTO v_tc_count, v_max_timeout FROM txnq.config c;
-    IF p_tc_id IS NULL OR p_tc_id < 0 OR p_tc_id >= v_tc_count THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('coordinator %s does not exist: this server has coordinators 0..%s',
-                             p_tc_id, v_tc_count - 1);
-    END IF;
-    IF p_timeout_seconds IS NULL OR NOT p_timeout_seconds > 0 OR p_timeout_seconds > v_max_timeout THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('a transaction timeout of %s s is out of range: it must be above 0 and at '
-                             'most the server maximum of %s s', p_timeout_seconds, v_max_timeout),
-            HINT = 'shorten the timeout, or raise TXNQ_TXN_MAX_TIMEOUT and run txnq migrate';
-    END IF;
-    INSERT INTO txnq.coordinators AS c (tc_id, next_txn_seq) VALUES (p_tc_id, 2)
-    ON CONFLICT ON CONSTRAINT coordinators_pkey DO UPDATE SET next_txn_seq = c.next_txn_seq + 1
-    RETURNING c.tc_id, c.next_txn_seq - 1 INTO tc_id, txn_seq;
-    timeout_at := now() + make_interval(secs => p_timeout_seconds);
-    INSERT INTO txnq.transactions (tc_id, txn_seq, timeout_seconds, timeout_at)
-    VALUES (tc_id, txn_seq, p_timeout_seconds, timeout_at);
-    INSERT INTO txnq.txn_log (tc_id, txn_seq, state) VALUES (tc_id, txn_seq, 'OPEN');
-END;
+LANGUAGE sql AS $$
+    SELECT o.tc_id, o.txn_seq, o.timeout_at FROM txnq.open_txn_v2(p_tc_id, p_timeout_seconds) o
 $$;

@@ -1,37 +1,11 @@
--- txnq.roll_entry_log_v1: start a new entry log (a new PostgreSQL partition of
--- txnq.entries) when the active one is full or old, or always when forced.
+-- txnq.roll_entry_log_v1: superseded; kept for the clients of earlier
+-- revisions as a thin wrapper of txnq.roll_entry_log_v2 (same signature and
+-- result). Made by revision 0015 (functions/superseded_0015_permissions.sql);
+-- revision 0017 moved it to a file of its own, unchanged.
 --
--- Parameters: force (roll even if the active log is neither full nor old).
--- Returns the id of the active entry log after the call.
--- Locks: a transaction-level advisory lock so one roll happens at a time (a
---   concurrent caller returns at once); SHARE UPDATE EXCLUSIVE on txnq.entries
---   for ATTACH PARTITION, which does not block appends or reads.
--- Invariants: the new table is created empty and attached, so no scan happens;
---   the sealed log stays readable until GC drops it; table names come from the
---   integer id only, never from user text.
+-- roll_entry_log_v1 -> roll_entry_log_v2: forcing a roll is for trusted callers.
 CREATE OR REPLACE FUNCTION txnq.roll_entry_log_v1(p_force boolean DEFAULT false)
 RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_active integer;
-    v_next integer;
-    v_table text;
-BEGIN
-    SELECT c.active_entry_log_id INTO v_active FROM txnq.config c;
-    IF NOT pg_try_advisory_xact_lock(hashtext('txnq.roll_entry_log')) THEN
-        RETURN v_active;
-    END IF;
-    IF NOT p_force AND NOT txnq.entry_log_needs_roll_v1() THEN
-        RETURN v_active;
-    END IF;
-    SELECT max(l.entry_log_id) + 1 INTO v_next FROM txnq.entry_logs l;
-    v_table := format('entries_%s', lpad(v_next::text, 6, '0'));
-    EXECUTE format('CREATE TABLE txnq.%I (LIKE txnq.entries INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)',
-                   v_table);
-    EXECUTE format('ALTER TABLE txnq.entries ATTACH PARTITION txnq.%I FOR VALUES IN (%s)', v_table, v_next);
-    INSERT INTO txnq.entry_logs (entry_log_id, table_name, state) VALUES (v_next, v_table, 'ACTIVE');
-    UPDATE txnq.entry_logs SET state = 'SEALED', sealed_at = now() WHERE entry_log_id = v_active;
-    UPDATE txnq.config SET active_entry_log_id = v_next, updated_at = now();
-    RETURN v_next;
-END;
+LANGUAGE sql AS $$
+    SELECT txnq.roll_entry_log_v2(p_force)
 $$;

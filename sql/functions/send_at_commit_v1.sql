@@ -1,12 +1,7 @@
--- txnq.send_at_commit_v1: the transactional outbox in one call, for SQL and
--- for triggers: produce one message to a topic named by its name, when the
--- caller's transaction commits (see txnq.stage_send_v1).
---
--- Parameters: topic (name), payload, key (routes by txnq.partition_for_key_v1,
---   as the Python producer does), properties (a JSON object of strings),
---   partition (overrides the key; NULL with no key: a partition picked at random).
--- Returns the stage id.
--- Locks: none. Errors: those of stage_send_v1, TQ001 unknown topic.
+-- txnq.send_at_commit_v1: superseded; kept for the clients of earlier
+-- revisions as a thin wrapper of txnq.send_at_commit_v2 (same signature and
+-- result). Made by revision 0015 (functions/superseded_0015_produce.sql);
+-- revision 0017 moved it to a file of its own, unchanged.
 CREATE OR REPLACE FUNCTION txnq.send_at_commit_v1(
     p_topic text,
     p_payload bytea,
@@ -14,22 +9,6 @@ CREATE OR REPLACE FUNCTION txnq.send_at_commit_v1(
     p_properties jsonb DEFAULT NULL,
     p_partition integer DEFAULT NULL
 ) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_topic_id integer;
-    v_partitions integer;
-BEGIN
-    SELECT t.topic_id, t.partitions INTO v_topic_id, v_partitions FROM txnq.topics t WHERE t.name = p_topic;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ001', MESSAGE = format('topic %L does not exist', p_topic),
-            HINT = 'create it first: txnq topics create, or txnq.create_topic_v1';
-    END IF;
-    RETURN txnq.stage_send_v1(
-        v_topic_id,
-        coalesce(p_partition, txnq.partition_for_key_v1(p_key, v_partitions),
-                 floor(random() * v_partitions)::integer),
-        ARRAY[p_payload],
-        CASE WHEN p_key IS NULL THEN NULL ELSE ARRAY[p_key] END,
-        CASE WHEN p_properties IS NULL THEN NULL ELSE ARRAY[p_properties] END);
-END;
+LANGUAGE sql AS $$
+    SELECT txnq.send_at_commit_v2(p_topic, p_payload, p_key, p_properties, p_partition)
 $$;

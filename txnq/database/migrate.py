@@ -47,20 +47,27 @@ SELECT p.proname FROM pg_catalog.pg_proc p
 """
 
 
-def sql_text(relative_path: str) -> str:
-    """The text of a file under ``sql/`` (shipped in the package as ``txnq.sql``)."""
-    return resources.files("txnq.sql").joinpath(relative_path).read_text(encoding="utf-8")
+def frozen_sql(path: str) -> str:
+    """The text of a frozen copy: ``path`` is relative to ``migrations/sql/``
+    and starts with the revision that shipped it (``0015/functions/append_v4.sql``).
+    A revision runs only frozen copies, never the live tree under ``sql/``:
+    what a revision ran once it runs the same way forever (sql/README.md)."""
+    return (
+        resources.files("txnq.migrations")
+        .joinpath("sql", *path.split("/"))
+        .read_text(encoding="utf-8")
+    )
 
 
-def apply_sql_files(bind: Connection, relative_paths: Iterable[str]) -> None:
-    """Run ``sql/`` files on the migration's connection.
+def apply_sql_files(bind: Connection, paths: Iterable[str]) -> None:
+    """Run frozen copies (:func:`frozen_sql`) on the migration's connection.
 
     They go to psycopg directly and without parameters, so ``%`` in
     ``format()`` calls and ``:`` in casts reach PostgreSQL untouched.
     """
     driver_connection: Any = bind.connection.driver_connection
-    for path in relative_paths:
-        driver_connection.execute(sql_text(path))
+    for path in paths:
+        driver_connection.execute(frozen_sql(path))
 
 
 def alembic_config(dsn: str) -> Config:
@@ -123,7 +130,7 @@ def upgrade(dsn: str, revision: str = "head", settings: Settings | None = None) 
 def grant_roles(connection: Connection) -> None:
     """Grant the txnq roles (txnq_admin, txnq_client, txnq_worker, txnq_reader)
     what they may do on every object of schema txnq, by the rules of the newest
-    ``txnq.grant_roles_vN()`` (sql/schema/0007_roles.sql). Runs after every
+    ``txnq.grant_roles_vN()`` (revision 0007 on, docs/security.md). Runs after every
     upgrade, so objects of later revisions are covered without grants of their
     own; before revision 0007 there is no such function and nothing happens."""
     driver_connection: Any = connection.connection.driver_connection

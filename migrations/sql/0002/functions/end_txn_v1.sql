@@ -1,0 +1,57 @@
+-- txnq.end_txn_v1: decide a transaction (protocol step 5, the point of no
+-- return): OPEN -> COMMITTING or ABORTING, as Kafka's PREPARE_COMMIT/ABORT.
+--
+-- Parameters: (tc_id, txn_seq), commit (true: commit, false: abort), reason
+--   ('client' or 'admin'), notify (wake the coordinator workers: set it when
+--   the caller will not run the marker phase itself).
+-- Returns one row: state and reason after the call. Idempotent: a repeated
+--   decision returns the current state. A commit asked of a transaction past its
+--   timeout decides ABORTING (reason timeout) instead; a commit of an aborted
+--   transaction or an abort of a committed one changes nothing and returns the
+--   state that stands: the caller reports it.
+-- Locks: the transaction row FOR UPDATE: waits for the appends and acks in flight
+--   (they hold it FOR SHARE), so every partition and subscription they registered
+--   is in the transaction log before the decision is.
+-- Errors: TQ014 unknown transaction, TQ005 bad reason.
+CREATE OR REPLACE FUNCTION txnq.end_txn_v1(
+    p_tc_id integer,
+    p_txn_seq bigint,
+    p_commit boolean,
+    p_reason text DEFAULT 'client',
+    p_notify boolean DEFAULT false,
+    OUT state text,
+    OUT reason text
+)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_timeout_at timestamptz;
+BEGIN
+    IF p_reason IS NULL OR p_reason NOT IN ('client', 'admin') THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('end_txn_v1: reason must be client or admin, not %L', p_reason);
+    END IF;
+    SELECT t.state, t.reason, t.timeout_at INTO state, reason, v_timeout_at
+      FROM txnq.transactions t WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ014',
+            MESSAGE = format('transaction %s:%s does not exist', p_tc_id, p_txn_seq);
+    END IF;
+    IF state <> 'OPEN' THEN
+        RETURN;
+    END IF;
+    IF p_commit AND v_timeout_at <= now() THEN
+        state := 'ABORTING';
+        reason := 'timeout';
+    ELSE
+        state := CASE WHEN p_commit THEN 'COMMITTING' ELSE 'ABORTING' END;
+        reason := p_reason;
+    END IF;
+    UPDATE txnq.transactions t SET state = end_txn_v1.state, reason = end_txn_v1.reason, decided_at = now()
+     WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq;
+    INSERT INTO txnq.txn_log (tc_id, txn_seq, state, reason) VALUES (p_tc_id, p_txn_seq, state, reason);
+    IF p_notify THEN
+        PERFORM pg_notify('txnq_coordinator', p_tc_id::text);
+    END IF;
+END;
+$$;

@@ -1,0 +1,15 @@
+-- txnq.complete_txn_subscription_v1: superseded; kept for the clients of
+-- earlier revisions as a thin wrapper of txnq.complete_txn_subscription_v2
+-- (same signature and result). Made by revision 0015
+-- (functions/superseded_0015_workers.sql); revision 0017 moved it to a file of
+-- its own, unchanged.
+CREATE OR REPLACE FUNCTION txnq.complete_txn_subscription_v1(
+    p_tc_id integer,
+    p_txn_seq bigint,
+    p_topic_id integer,
+    p_partition integer,
+    p_subscription_id bigint
+) RETURNS void
+LANGUAGE sql AS $$
+    SELECT txnq.complete_txn_subscription_v2(p_tc_id, p_txn_seq, p_topic_id, p_partition, p_subscription_id)
+$$;

@@ -1,0 +1,9 @@
+-- txnq.finish_txn_v1: superseded; kept for the clients of earlier revisions as
+-- a thin wrapper of txnq.finish_txn_v2 (same signature and result). Made by
+-- revision 0015 (functions/superseded_0015_workers.sql); revision 0017 moved
+-- it to a file of its own, unchanged.
+CREATE OR REPLACE FUNCTION txnq.finish_txn_v1(p_tc_id integer, p_txn_seq bigint)
+RETURNS text
+LANGUAGE sql AS $$
+    SELECT txnq.finish_txn_v2(p_tc_id, p_txn_seq)
+$$;
