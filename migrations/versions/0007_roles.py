@@ -6,7 +6,7 @@ RULE FOR LATER REVISIONS: nothing to do by hand. ``txnq migrate``
 (txnq.database.migrate.upgrade) calls ``txnq.grant_roles_v1()`` after every upgrade,
 which hands any new table, view, sequence or function in schema txnq to
 txnq_admin and grants it to txnq_client and txnq_worker (views also to
-txnq_reader) by the rules in sql/schema/0007_roles.sql. A revision needs its
+txnq_reader) by the rules in migrations/sql/0007/schema/0007_roles.sql. A revision needs its
 own grants only for an exception to those rules: a table the client must
 not write (revoke it in grant_roles_vN+1), or a function that must run as
 the owner (``SECURITY DEFINER SET search_path = pg_catalog, txnq, pg_temp``;
