@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -183,20 +184,36 @@ def template_database(pg_server_dsn: str) -> Iterator[str]:
     _drop_database(pg_server_dsn, name)
 
 
-@pytest.fixture
-def dsn(pg_server_dsn: str, template_database: str) -> Iterator[str]:
-    """A DSN to a fresh, migrated database of this test's own, dropped afterwards."""
+@contextmanager
+def _cloned_database(server_dsn: str, template: str) -> Iterator[str]:
+    """A DSN to a fresh database cloned from ``template``, dropped at the end."""
     name = f"txnq_t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(template_database)
+                sql.Identifier(name), sql.Identifier(template)
             )
         )
     try:
-        yield dsn_for_database(pg_server_dsn, name)
+        yield dsn_for_database(server_dsn, name)
     finally:
-        _drop_database(pg_server_dsn, name)
+        _drop_database(server_dsn, name)
+
+
+@pytest.fixture
+def dsn(pg_server_dsn: str, template_database: str) -> Iterator[str]:
+    """A DSN to a fresh, migrated database of this test's own, dropped afterwards."""
+    with _cloned_database(pg_server_dsn, template_database) as database:
+        yield database
+
+
+@pytest.fixture(scope="module")
+def make_module_database(pg_server_dsn: str, template_database: str) -> Iterator[Callable[[], str]]:
+    """``make_module_database()``: a DSN to a fresh, migrated database that the
+    tests of one module share (for calls that change nothing, such as bad input
+    refused before any write); every one is dropped after the module."""
+    with ExitStack() as stack:
+        yield lambda: stack.enter_context(_cloned_database(pg_server_dsn, template_database))
 
 
 @pytest.fixture
