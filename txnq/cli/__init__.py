@@ -5,10 +5,11 @@ consumers, ``txnq.database.migrate``, ``txnq.database.embedded``); no SQL lives 
 Nothing in the library imports this package.
 
 Layout: ``app`` is the root command (global options, error handling, ``main``);
-``options`` defines the flags that several commands share and opens the client
-``--dsn`` names; ``output`` prints (tables, JSON, notes, errors, progress bars).
-Every other module is one command or command group, named after it:
-``txnq topics ...`` lives in ``topics.py``, ``txnq produce`` in ``produce.py``.
+``options`` defines the flags that commands of several groups share and opens
+the client ``--dsn`` names; ``output`` prints (tables, JSON, notes, errors,
+progress bars). Every other module is one command or command group, named after
+it (``txnq topics ...`` lives in ``topics.py``, ``txnq produce`` in
+``produce.py``), and defines the flags only its commands take.
 
 Conventions shared by the commands:
 

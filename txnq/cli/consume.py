@@ -16,14 +16,13 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from txnq import errors
+from txnq import Message, MessageId, errors
 from txnq.cli.options import DsnOption, JsonOption, open_client
 from txnq.cli.output import console, note, print_json
 from txnq.durations import parse_duration
-from txnq.messages import Message, MessageId
 
 if TYPE_CHECKING:
-    from txnq.consumer import Consumer
+    from txnq import Consumer
 
 #: Messages taken from the consumer's receive queue per output batch.
 CONSUME_BATCH = 500

@@ -167,7 +167,6 @@ def gc_run(
     A topic (entry log) that fails does not stop the others: it is listed, and
     the exit status is 1 (`txnq gc failures` shows what keeps failing)."""
     from txnq import lifecycle
-    from txnq.lifecycle.backlog_quota import check_backlog_quotas
 
     if minor and major:
         fail("choose one of --minor and --major")
@@ -186,7 +185,7 @@ def gc_run(
             steps[:0] = [
                 ("TTL", lambda: lifecycle.expire_ttl(client)),
                 ("Retention", lambda: lifecycle.apply_retention(client)),
-                ("Backlog quota", lambda: check_backlog_quotas(client)),
+                ("Backlog quota", lambda: lifecycle.check_backlog_quotas(client)),
             ]
         task = progress.add_task("Lifecycle", total=len(steps))
         for description, step in steps:

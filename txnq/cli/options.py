@@ -1,6 +1,7 @@
-"""The flags and arguments several commands share, each defined once here, and
-what they resolve to: ``--dsn`` to a connected ``txnq.Client`` (``open_client``),
-``--home`` to the embedded server (``embedded_server``).
+"""The flags and arguments that commands of several groups share, each defined
+once here, and what they resolve to: ``--dsn`` to a connected ``txnq.Client``
+(``open_client``), ``--home`` to the embedded server (``embedded_server``). A
+flag that only one group's commands take is defined in that group's module.
 
 A command lists the options it takes in its own signature (typer reads them
 from there, and each command's ``--help`` shows them in that order); the
@@ -15,9 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from txnq import errors
+from txnq import Client, errors
 from txnq.cli.output import note
-from txnq.client import Client
 from txnq.settings import load_settings
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ DsnOption = Annotated[
         "postgresql://user@host:5432/db. " + _DSN_DEFAULT_HELP,
     ),
 ]
+# `txnq migrate`'s own --dsn, here beside the other so both share their default's text.
 MigrateDsnOption = Annotated[
     str | None,
     typer.Option(
@@ -119,10 +120,10 @@ LogFormatOption = Annotated[
 
 
 def _metrics_port(value: int | None) -> int | None:
-    from txnq.metrics import check_port
+    from txnq import metrics
 
     try:
-        return None if value is None else check_port(value)
+        return None if value is None else metrics.check_port(value)
     except errors.ConfigurationError as exc:
         raise typer.BadParameter(str(exc).removeprefix("--metrics-port ")) from None
 

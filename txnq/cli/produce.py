@@ -13,13 +13,12 @@ import typer
 from rich.progress import Progress, TaskID
 from rich.text import Text
 
-from txnq import errors
+from txnq import MessageId, errors
 from txnq.cli.options import DsnOption, JsonOption, open_client
 from txnq.cli.output import console, note, print_json, progress_bar
-from txnq.messages import MessageId
 
 if TYPE_CHECKING:
-    from txnq.producer import PendingSend
+    from txnq import PendingSend
 
 #: A progress bar (on a terminal) shows above this many messages, and the JSON
 #: output lists every message id up to this many.
