@@ -1,0 +1,103 @@
+"""The root ``txnq`` command: its global options (``--version``, ``--config``),
+the commands and command groups under it, the error handling they share, and
+``main``, the console script."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import psycopg
+import sqlalchemy.exc
+import typer
+from typer.core import TyperGroup
+
+from txnq import __version__, errors
+from txnq.cli import (
+    config,
+    consume,
+    gc,
+    migrate,
+    produce,
+    server,
+    standalone,
+    subscriptions,
+    topics,
+    txn,
+    worker,
+)
+from txnq.cli.output import fail, first_line
+
+
+class _TxnqGroup(TyperGroup):
+    """The root group: txnq's errors end the command with one red line and exit code 1."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except errors.TxnqError as exc:
+            fail(str(exc))
+        except (psycopg.OperationalError, sqlalchemy.exc.OperationalError) as exc:
+            fail(f"PostgreSQL is unavailable: {first_line(exc)}; check --dsn / TXNQ_DSN")
+
+
+app = typer.Typer(
+    name="txnq",
+    cls=_TxnqGroup,
+    help="txnq: a transactional message queue on PostgreSQL (topics, partitions, "
+    "subscriptions, idempotent producers). Every command that talks to a database takes "
+    "--dsn (default TXNQ_DSN, else the embedded PostgreSQL under ./.txnq); most take "
+    "--json for machine-readable output.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+# `txnq --help` lists the commands, then the groups, each in the order added here.
+app.command("migrate")(migrate.migrate)
+app.command("standalone")(standalone.standalone)
+app.command("produce")(produce.produce)
+app.command("consume")(consume.consume)
+app.add_typer(topics.topics_app, name="topics")
+app.add_typer(subscriptions.subscriptions_app, name="subscriptions")
+app.add_typer(txn.transactions_app, name="txn")
+app.add_typer(gc.gc_app, name="gc")
+app.add_typer(server.server_app, name="server")
+app.add_typer(worker.worker_app, name="worker")
+app.add_typer(config.config_app, name="config")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"txnq {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            show_default=False,
+            dir_okay=False,
+            help="Read settings from this TOML file (sets TXNQ_CONFIG). Default: TXNQ_CONFIG, "
+            "else ./txnq.toml if present. Flags beat TXNQ_* variables, which beat the file.",
+        ),
+    ] = None,
+) -> None:
+    if config is not None:
+        os.environ["TXNQ_CONFIG"] = str(config)
+
+
+def main() -> None:
+    """The ``txnq`` console script."""
+    app(prog_name="txnq")
