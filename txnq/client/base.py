@@ -45,7 +45,7 @@ class Closeable(Protocol):
 
 class ClientBase:
     """What the sync and asyncio clients share: settings, and the plans that
-    open transactions and start transactional sessions (txnq.plans)."""
+    open transactions and start transactional sessions (txnq.database.plans)."""
 
     settings: Settings
 

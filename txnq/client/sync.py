@@ -172,7 +172,7 @@ class Client(ClientBase):
 
     @contextmanager
     def _io(self) -> Iterator[SyncIO]:
-        """A plan's view of the pool (txnq.plans): a pooled connection checked
+        """A plan's view of the pool (txnq.database.plans): a pooled connection checked
         out on first use, replaced on Reconnect, returned at the end."""
         held: list[Any] = []
 

@@ -87,12 +87,13 @@ INITIAL_POSITIONS = ("earliest", "latest")
 
 class ConsumerBase(ConsumerSession):
     """What the sync and asyncio consumers share: options, the receive-queue
-    state, message decoding, and every exchange with PostgreSQL as a plan
-    (txnq.plans): subscribing, the heartbeat, fetching and claiming, acks,
-    nacks, seeks and leaving. A face adds the connections, the fetch thread
-    or task, the waiting, and ``_cond`` (a ``threading.Condition`` in the sync
-    face; in the asyncio face a lock-free stand-in whose ``notify_all`` wakes
-    waiting receivers)."""
+    state, and every exchange with PostgreSQL as a plan (txnq.database.plans):
+    acks, nacks, seeks and leaving here; subscribing, the heartbeat and the
+    fetch loop in :class:`~txnq.consumer.session.ConsumerSession`; fetching or
+    claiming in the delivery chosen at subscribe (``self._delivery``). A face
+    adds the connections, the fetch thread or task, the waiting, and
+    ``_cond`` (a ``threading.Condition`` in the sync face; in the asyncio face
+    a lock-free stand-in whose ``notify_all`` wakes waiting receivers)."""
 
     _cond: Any
     _queue: deque[Message]

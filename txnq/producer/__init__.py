@@ -8,6 +8,10 @@
 
 from txnq.producer.aio import Producer as AsyncProducer
 from txnq.producer.base import (
+    BACKLOG_QUOTA_HOLD,
+    HOLD_RECHECK_MAX_SECONDS,
+    HOLD_RECHECK_MIN_SECONDS,
+    PARTITIONS_REFRESH_SECONDS,
     ROUTING_MODES,
     EntryBatch,
     ProducerBase,
@@ -18,6 +22,10 @@ from txnq.producer.sync import Producer
 from txnq.transaction.pending import PendingSend, SendCallback, result_timeout
 
 __all__ = [
+    "BACKLOG_QUOTA_HOLD",
+    "HOLD_RECHECK_MAX_SECONDS",
+    "HOLD_RECHECK_MIN_SECONDS",
+    "PARTITIONS_REFRESH_SECONDS",
     "ROUTING_MODES",
     "AsyncProducer",
     "EntryBatch",

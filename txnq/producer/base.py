@@ -129,7 +129,7 @@ class EntryBatch:
 
 class ProducerBase:
     """What the sync and asyncio producers share: options, encoding, routing,
-    the batch accumulator, and the plans (txnq.plans) that register the
+    the batch accumulator, and the plans (txnq.database.plans) that register the
     producer and append a batch. A face adds the connection, the locks, the
     waiting and the flushing."""
 

@@ -10,12 +10,19 @@ coordinator workers run.
     sync, aio       the two faces of client transactions
     attached_base   application transactions' state, checks and plans
     attached_sync, attached_aio   their two faces; attach() and process()
+    staging         what an application transaction stages (pure)
     markers         the marker phase, one step per PostgreSQL transaction
 """
 
 from txnq.transaction.attached_base import AttachedBase
 from txnq.transaction.attached_sync import AttachedTransaction, attach, process
-from txnq.transaction.base import TransactionBase, TxnId
+from txnq.transaction.base import (
+    INLINE_COMPLETION_SECONDS,
+    SEQ_BITS,
+    TC_BITS,
+    TransactionBase,
+    TxnId,
+)
 from txnq.transaction.markers import MarkerPhaseError, StepFailure, run_marker_phase
 from txnq.transaction.pending import PendingSend, SendCallback
 from txnq.transaction.protocol import (
@@ -27,6 +34,9 @@ from txnq.transaction.protocol import (
 from txnq.transaction.sync import Transaction
 
 __all__ = [
+    "INLINE_COMPLETION_SECONDS",
+    "SEQ_BITS",
+    "TC_BITS",
     "AsyncTransaction",
     "AttachedBase",
     "AttachedTransaction",

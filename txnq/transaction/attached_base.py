@@ -8,7 +8,7 @@ psycopg 3 connection, a SQLAlchemy ``Connection`` or ``Session``) gives an
 
 - ``producer.send_async(..., txn=txn)`` and ``txn.send(topic, ...)`` *stage*
   messages (``txnq.stage_send_v2``): no offset is taken, no head row locked;
-- ``consumer.acknowledge(msg, txn=txn)`` stages acks (``txnq.stage_ack_v1``),
+- ``consumer.acknowledge(msg, txn=txn)`` stages acks (``txnq.stage_ack_v2``),
   checking that nobody acknowledged the messages yet;
 - ``txn.commit()`` publishes what was staged (``txnq.publish_staged_v2``): one
   append per partition, the acks applied strictly under the cursor lock. A
@@ -27,14 +27,10 @@ and ``txnq.aio.AttachedTransaction`` (txnq.transaction.attached_aio) on an
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Generator, Iterable, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import psycopg
@@ -53,129 +49,19 @@ from txnq.messages import (
     encode_properties,
 )
 from txnq.names import validate_name
-from txnq.transaction.pending import PendingSend, SendCallback, result_timeout
 from txnq.transaction.protocol import OutgoingMessage
+from txnq.transaction.staging import (
+    StagedBatch,
+    StagedSend,
+    settle_published,
+    stage_ack_params,
+    stage_send_params,
+)
 
 if TYPE_CHECKING:
     from txnq.messages import Message
 
 AttachedT = TypeVar("AttachedT", bound="AttachedBase")
-
-
-# -- the protocol: pure helpers an asyncio face shares -------------------------
-
-
-def stage_send_params(
-    topic_id: int,
-    partition: int,
-    payloads: list[bytes],
-    keys: list[bytes | None],
-    properties: list[str | None],
-    event_times: list[datetime | None],
-) -> dict[str, Any]:
-    """The parameters of query ``stage_send`` for one batch."""
-    return {
-        "topic_id": topic_id,
-        "partition": partition,
-        "payloads": payloads,
-        "keys": keys if any(k is not None for k in keys) else None,
-        "properties": properties if any(properties) else None,
-        "event_times": event_times if any(event_times) else None,
-    }
-
-
-def stage_ack_params(
-    topic_id: int,
-    partition: int,
-    subscription_id: int,
-    offsets: Sequence[int],
-    batch_indexes: Sequence[int],
-    batch_sizes: Sequence[int | None],
-) -> dict[str, Any]:
-    """The parameters of query ``stage_ack`` for one partition."""
-    return {
-        "topic_id": topic_id,
-        "partition": partition,
-        "subscription_id": subscription_id,
-        "offsets": list(offsets),
-        "batch_indexes": list(batch_indexes),
-        "batch_sizes": list(batch_sizes),
-    }
-
-
-@dataclass
-class StagedBatch:
-    """Messages staged (or about to be) for one partition by ``send_async``."""
-
-    topic: str
-    topic_id: int
-    partition: int
-    payloads: list[bytes] = field(default_factory=list)
-    keys: list[bytes | None] = field(default_factory=list)
-    properties: list[str | None] = field(default_factory=list)
-    event_times: list[datetime | None] = field(default_factory=list)
-    callbacks: list[tuple[int, SendCallback]] = field(default_factory=list)
-    # Resolves to (entry offset, index of the batch's first message in the entry).
-    future: Future[tuple[int, int]] = field(default_factory=Future)
-
-
-def settle_published(
-    rows: Iterable[Sequence[Any]], staged: dict[int, StagedBatch]
-) -> list[StagedBatch]:
-    """Resolve the staged batches from the rows of ``publish_staged``
-    (stage_id, topic_id, partition, entry_offset, first_batch_index); returns
-    the batches settled, whose callbacks are due."""
-    settled = []
-    for stage_id, _topic_id, _partition, entry_offset, first_index in rows:
-        batch = staged.pop(int(stage_id), None)
-        if batch is not None and not batch.future.done():
-            batch.future.set_result((int(entry_offset), int(first_index)))
-            settled.append(batch)
-    return settled
-
-
-class StagedSend(PendingSend):
-    """What ``send_async(..., txn=attached)`` returns: ``result()`` gives the
-    MessageId once ``txn.commit()`` has published the message. (When the
-    caller commits without ``txn.commit()``, the deferred trigger publishes
-    it but the offset is not reported back: ``result()`` raises
-    TransactionEndedError once the transaction is used again, else it times
-    out.)"""
-
-    __slots__ = ("_staged",)
-
-    def __init__(self, batch: StagedBatch, index: int) -> None:
-        self._topic = batch.topic
-        self._partition = batch.partition
-        self._index = index
-        self._staged = batch
-
-    def result(self, timeout: float | None = None) -> MessageId:
-        try:
-            offset, first = self._staged.future.result(result_timeout(timeout))
-        except TimeoutError:
-            raise errors.TimeoutError(
-                "the message is staged in an application transaction: its offset is known once "
-                "txn.commit() has published it"
-            ) from None
-        return MessageId(self._topic, self._partition, offset, first + self._index)
-
-    def done(self) -> bool:
-        return self._staged.future.done()
-
-    def __await__(self) -> Generator[Any, None, MessageId]:
-        """``await staged`` (txnq.aio): the MessageId once ``txn.commit()`` published it."""
-        offset, first = yield from asyncio.wrap_future(self._staged.future).__await__()
-        return MessageId(self._topic, self._partition, offset, first + self._index)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        try:
-            return self._staged.future.exception(result_timeout(timeout))
-        except TimeoutError:
-            raise errors.TimeoutError(
-                "the message is staged in an application transaction: its outcome is known "
-                "once txn.commit() has published it"
-            ) from None
 
 
 # -- the application's connection ---------------------------------------------
@@ -222,7 +108,7 @@ def _database_of(dsn: str) -> tuple[object, object]:
 
 # Application transactions stage acks that publish_staged_v2 applies to the
 # cursor at the caller's COMMIT; a shared subscription's acks delete claims
-# instead (ack_shared_v1), which staging does not do yet, so the two do not mix.
+# instead (ack_shared_v4), which staging does not do yet, so the two do not mix.
 ATTACHED_SHARED_HINT = (
     "application transactions (attach, consumer.process) acknowledge on exclusive and "
     "failover subscriptions only; on a shared or key_shared subscription acknowledge with a "
@@ -235,7 +121,7 @@ ATTACHED_SHARED_HINT = (
 
 class AttachedBase:
     """What the sync and asyncio application transactions share: state, checks
-    and the plans (txnq.plans) that stage, publish and discard on the caller's
+    and the plans (txnq.database.plans) that stage, publish and discard on the caller's
     connection. A face adds the connection type and the waiting."""
 
     connection: Any

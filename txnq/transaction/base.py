@@ -104,7 +104,7 @@ def refuse_transaction(txn: object, hint: str) -> NoReturn:
 
 class TransactionBase:
     """What the sync and asyncio transactions share: state, checks, and the
-    plans (txnq.plans) that bind, end and complete a transaction. A face adds
+    plans (txnq.database.plans) that bind, end and complete a transaction. A face adds
     the lock, the connection and the flushing of its producers."""
 
     def __init__(self, client: Any, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
