@@ -35,12 +35,12 @@ from txnq.transaction.aio import Transaction
 from txnq.transaction.attached_aio import AttachedTransaction, attach
 from txnq.transaction.attached_aio import process as process
 from txnq.transaction.attached_base import AttachedBase as AttachedBase
-from txnq.transaction.attached_base import StagedSend as StagedSend
 from txnq.transaction.attached_base import check_between_batches as check_between_batches
 from txnq.transaction.base import TransactionBase as TransactionBase
 from txnq.transaction.base import TxnId as TxnId
 from txnq.transaction.pending import PendingSend
 from txnq.transaction.pending import SendCallback as SendCallback
+from txnq.transaction.staging import StagedSend as StagedSend
 
 __all__ = [
     "AttachedTransaction",

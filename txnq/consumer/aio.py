@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import deque
 from collections.abc import AsyncGenerator, Coroutine, Iterable
 from datetime import datetime
@@ -21,7 +20,7 @@ from txnq import errors
 from txnq.consumer.base import ConsumerBase
 from txnq.consumer.dead_letters import ensure_topic
 from txnq.database.plans import AsyncIO, Plan, arun
-from txnq.durations import Duration, parse_duration
+from txnq.durations import Duration
 from txnq.messages import Message, MessageId
 from txnq.options import CONSUMER_OPTIONS, checked_options
 from txnq.transaction.aio import checked_transaction
@@ -125,31 +124,21 @@ class Consumer(ConsumerBase):
 
     async def receive(self, timeout: Duration | None = None) -> Message | None:
         """The next message, waiting up to ``timeout`` (forever when None); None on timeout."""
-        wait = None if timeout is None else parse_duration(timeout, what="timeout")
-        deadline = None if wait is None else time.monotonic() + wait
+        deadline = self._receive_deadline(timeout)
         while True:
             self._check_usable()
             if self._deliverable():
-                message = self._queue.popleft()
-                if len(self._queue) < self._queue_size // 2:
-                    self._cond.notify_all()  # room for the fetch task
-                return self._handed_out(message)
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+                return self._hand_out()
+            wait = self._receive_wait(deadline)
+            if wait is None:
                 return None
-            wait = 1.0 if remaining is None else remaining
-            if self._queue:  # the lease may have run out: wait for the heartbeat
-                wait = min(wait, max(0.001, self._poll_interval / 4))
             await self._cond.wait(wait)
 
     async def batch_receive(
         self, max_messages: int = 100, timeout: Duration = "100ms"
     ) -> list[Message]:
         """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
-        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
-            raise errors.InvalidArgumentError(
-                f"max_messages must be a positive int, got {max_messages!r}"
-            )
+        self._check_max_messages(max_messages)
         first = await self.receive(timeout)
         if first is None:
             return []

@@ -42,12 +42,12 @@ transaction pooling).
 from __future__ import annotations
 
 import abc
-import logging
+import time
 import uuid
 from collections import deque
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -74,10 +74,6 @@ if TYPE_CHECKING:
     from txnq.admin import TopicInfo
     from txnq.settings import Settings
     from txnq.transaction.base import TransactionBase, TxnId
-
-T = TypeVar("T")
-
-log = logging.getLogger("txnq.consumer")
 
 SUBSCRIPTION_TYPES = ("exclusive", "failover", "shared", "key_shared")
 SHARED_TYPES = ("shared", "key_shared")
@@ -233,6 +229,36 @@ class ConsumerBase(ConsumerSession):
         """The partitions this consumer currently reads (all, unless failover)."""
         with self._cond:
             return sorted(self._assigned)
+
+    def _receive_deadline(self, timeout: Duration | None) -> float | None:
+        """When a ``receive(timeout)`` gives up (monotonic; None: never)."""
+        wait = None if timeout is None else parse_duration(timeout, what="timeout")
+        return None if wait is None else time.monotonic() + wait
+
+    def _receive_wait(self, deadline: float | None) -> float | None:
+        """How long a receive waits for the queue to change before it looks
+        again (None: its deadline passed, it returns None)."""
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return None
+        wait = 1.0 if remaining is None else remaining
+        if self._queue:  # the lease may have run out: wait for the heartbeat
+            wait = min(wait, max(0.001, self._poll_interval / 4))
+        return wait
+
+    def _hand_out(self) -> Message:
+        """The message at the head of the queue, which is deliverable (caller holds _cond)."""
+        message = self._queue.popleft()
+        if len(self._queue) < self._queue_size // 2:
+            self._cond.notify_all()  # room for the fetch thread or task
+        return self._handed_out(message)
+
+    @staticmethod
+    def _check_max_messages(max_messages: object) -> None:
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
+            raise errors.InvalidArgumentError(
+                f"max_messages must be a positive int, got {max_messages!r}"
+            )
 
     def _deliverable(self) -> bool:
         """A queued message may be handed out (caller holds _cond): the

@@ -7,7 +7,6 @@ Everything decided is in :mod:`txnq.consumer.base` and below."""
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -180,30 +179,20 @@ class Consumer(ConsumerBase):
 
     def receive(self, timeout: Duration | None = None) -> Message | None:
         """The next message, waiting up to ``timeout`` (forever when None); None on timeout."""
-        wait = None if timeout is None else parse_duration(timeout, what="timeout")
-        deadline = None if wait is None else time.monotonic() + wait
+        deadline = self._receive_deadline(timeout)
         with self._cond:
             self._check_usable()
             while not self._deliverable():
                 self._check_usable()
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                wait = self._receive_wait(deadline)
+                if wait is None:
                     return None
-                wait = 1.0 if remaining is None else remaining
-                if self._queue:  # the lease may have run out: wait for the heartbeat
-                    wait = min(wait, max(0.001, self._poll_interval / 4))
                 self._cond.wait(wait)
-            message = self._queue.popleft()
-            if len(self._queue) < self._queue_size // 2:
-                self._cond.notify_all()  # room for the fetch thread
-            return self._handed_out(message)
+            return self._hand_out()
 
     def batch_receive(self, max_messages: int = 100, timeout: Duration = "100ms") -> list[Message]:
         """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
-        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
-            raise errors.InvalidArgumentError(
-                f"max_messages must be a positive int, got {max_messages!r}"
-            )
+        self._check_max_messages(max_messages)
         first = self.receive(timeout)
         if first is None:
             return []

@@ -127,9 +127,7 @@ class Producer(ProducerBase):
         if futures:
             await asyncio.wait(futures, timeout=self._result_timeout)
         self._check_usable()
-        unreported, self._unreported = self._unreported, None
-        if unreported is not None:
-            raise unreported
+        self._raise_unreported()
 
     async def close(self) -> None:
         """Flush and release the connection. Safe to call twice."""
@@ -267,9 +265,7 @@ class Producer(ProducerBase):
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:
-                failure = self._stopped(exc, batches[index:])
-                self._pending -= sum(len(b.payloads) for b in batches[index + 1 :])
-                raise failure from exc
+                raise self._write_failed(exc, batches, index) from exc
             finally:
                 self._pending -= len(batch.payloads)
                 self._room.set()

@@ -543,6 +543,24 @@ class ProducerBase:
             self._run_callbacks(partition, batch)
         return failure
 
+    def _write_failed(
+        self, exc: BaseException, batches: list[EntryBatch], index: int
+    ) -> errors.TxnqError:
+        """Writing ``batches[index]`` (taken from the queue with the ones
+        after it) stopped on ``exc``: the producer fails (:meth:`_stopped`),
+        and the batches after it leave the pending count (the face's
+        ``finally`` takes the failed one off). The face holds its lock."""
+        failure = self._stopped(exc, batches[index:])
+        self._pending -= sum(len(b.payloads) for b in batches[index + 1 :])
+        return failure
+
+    def _raise_unreported(self) -> None:
+        """flush(): raise the first error of a batch written since the last
+        flush (outside a transaction), once. The face holds its lock."""
+        unreported, self._unreported = self._unreported, None
+        if unreported is not None:
+            raise unreported
+
     def _run_callbacks(self, partition: int, batch: EntryBatch) -> None:
         if not batch.callbacks:
             return

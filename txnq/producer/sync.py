@@ -253,9 +253,7 @@ class Producer(ProducerBase):
             future.exception(self._result_timeout)
         self._check_usable()
         with self._cond:
-            unreported, self._unreported = self._unreported, None
-        if unreported is not None:
-            raise unreported
+            self._raise_unreported()
 
     def close(self) -> None:
         """Flush and release the connection. Safe to call twice."""
@@ -310,8 +308,7 @@ class Producer(ProducerBase):
                     run(self._write_plan(partition, batch), self._io)
                 except BaseException as exc:
                     with self._cond:
-                        failure = self._stopped(exc, batches[index:])
-                        self._pending -= sum(len(b.payloads) for b in batches[index + 1 :])
+                        failure = self._write_failed(exc, batches, index)
                     raise failure from exc
                 finally:
                     with self._cond:
