@@ -166,14 +166,6 @@ def reconsumption(
     return Reconsumption(retry_topic, properties, None if delay_seconds == 0 else delay_seconds)
 
 
-class LetterProducer(Protocol):
-    """What the consumer needs of a producer to send letters."""
-
-    def send(self, value: object, **options: Any) -> MessageId: ...
-
-    def close(self) -> None: ...
-
-
 class LetterClient(Protocol):
     """What the sync consumer needs of its client to send retry and dead
     letters: a producer per letter topic and a transaction (so the consumer
