@@ -23,13 +23,12 @@ from txnq import (
     errors,
 )
 from txnq.admin import Admin, TopicInfo
-from txnq.app_transaction import AttachedTransaction, attach
 from txnq.client import Client
 from txnq.consumer import Backoff, Consumer, DeadLetterPolicy
 from txnq.messages import Message, MessageId
 from txnq.producer import PendingSend, Producer
 from txnq.settings import Settings, load_settings
-from txnq.transaction import Transaction, TxnId
+from txnq.transaction import AttachedTransaction, Transaction, TxnId, attach
 
 __all__ = [
     "Admin",

@@ -96,9 +96,9 @@ def _with_dsn(options: dict[str, str]) -> dict[str, str]:
     embedded server's), so Python workers connect to the same server."""
     if options.get("dsn"):
         return options
-    import txnq
+    from txnq.client import Client
 
-    with txnq.Client() as client:
+    with Client() as client:
         return {**options, "dsn": client.dsn}
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import txnq
+from txnq.client import Client
 from txnq.database.queries import QUERIES
 from txnq.errors import IngestionBusyError, InvalidArgumentError
 from txnq.failpoints import failpoint
@@ -78,7 +78,7 @@ def ingest(
         raise InvalidArgumentError(
             f"sink must be a callable sink(df, run), not {type(sink).__name__}"
         )
-    client = txnq.Client(dsn)
+    client = Client(dsn)
     try:
         info = client.admin.get_topic(topic)
         with client.connection() as lock_conn:
@@ -101,7 +101,7 @@ def ingest(
 
 def _run(
     spark: SparkSession,
-    client: txnq.Client,
+    client: Client,
     conn: Any,
     topic: str,
     topic_id: int,
@@ -156,7 +156,7 @@ def ingestion_offsets(name: str, *, dsn: str | None = None) -> dict[str, Any] | 
     last offset delivered per partition, -1 none), the pending plan if a run
     did not commit; None if there is no such ingestion."""
     name = validate_name(name, "ingestion")
-    with txnq.Client(dsn) as client:
+    with Client(dsn) as client:
         rows = client.query("spark_ingestion_get", {"name": name})
     if not rows:
         return None
@@ -174,7 +174,7 @@ def ingestion_offsets(name: str, *, dsn: str | None = None) -> dict[str, Any] | 
 def list_ingestions(*, dsn: str | None = None) -> list[dict[str, Any]]:
     """Every ingestion with its topic, committed run and offsets, and pending
     plan (a run that did not commit: the next run repeats it)."""
-    with txnq.Client(dsn) as client:
+    with Client(dsn) as client:
         rows = client.query("spark_ingestion_list", {})
     return [
         {
@@ -190,7 +190,7 @@ def drop_ingestion(name: str, *, dsn: str | None = None) -> bool:
     """Forget ingestion ``name`` (its next run starts at the earliest offsets);
     True if it existed."""
     name = validate_name(name, "ingestion")
-    with txnq.Client(dsn) as client:
+    with Client(dsn) as client:
         return bool(client.query("spark_ingestion_delete", {"name": name}))
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import txnq
+from txnq import errors
+from txnq.client import Client
 from txnq.spark.environment import jdbc_target, require_jdbc_driver
 from txnq.spark.ranges import Bound, CommittedRange, check_bound, resolve, split
 
@@ -49,14 +50,14 @@ def committed_range(
     end: Bound = "latest",
     *,
     dsn: str | None = None,
-    client: txnq.Client | None = None,
+    client: Client | None = None,
 ) -> CommittedRange:
     """The range a read of ``topic`` from ``start`` to ``end`` covers, fixed
     now (see ``txnq.spark.ranges`` for the bounds)."""
     start = check_bound(start, "start")
     end = check_bound(end, "end")
     own = client is None
-    client = client if client is not None else txnq.Client(dsn)
+    client = client if client is not None else Client(dsn)
     try:
         info = client.admin.get_topic(topic)
         with client.connection() as conn:
@@ -89,7 +90,7 @@ def read_committed(
     ``parse_properties=False`` leaves properties as JSON text (parsing them
     into a map is about half of the read's cost in Spark).
     """
-    client = txnq.Client(dsn)
+    client = Client(dsn)
     try:
         committed = committed_range(topic, start, end, client=client)
         return read_range(
@@ -115,7 +116,7 @@ def read_range(
     if parallelism is not None and (
         isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
     ):
-        raise txnq.errors.InvalidArgumentError(
+        raise errors.InvalidArgumentError(
             f"parallelism must be a positive int, not {parallelism!r}"
         )
     require_jdbc_driver(spark)

@@ -40,8 +40,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-import txnq
 from txnq import errors
+from txnq.client import Client
 from txnq.database.queries import QUERIES
 from txnq.durations import Duration, parse_duration
 from txnq.names import validate_name
@@ -85,12 +85,12 @@ class TwoPhaseCommitSink:
         transactional_id: str,
         *,
         dsn: str | None = None,
-        client: txnq.Client | None = None,
+        client: Client | None = None,
         transaction_timeout: Duration | None = None,
     ) -> None:
         self.transactional_id = validate_name(transactional_id, "transactional id")
         self._own_client = client is None
-        self._client = client if client is not None else txnq.Client(dsn)
+        self._client = client if client is not None else Client(dsn)
         try:
             self._topic = self._client.admin.get_topic(topic)
             _, max_timeout = self._client._transaction_limits()
@@ -115,7 +115,7 @@ class TwoPhaseCommitSink:
         self.epoch: int | None = None
 
     @property
-    def client(self) -> txnq.Client:
+    def client(self) -> Client:
         return self._client
 
     @property

@@ -1,16 +1,13 @@
-"""The client: one per process and database, the factory of producers and
-consumers, the owner of the connection pool (``txnq.Client(dsn)``)."""
+"""The sync client: ``txnq.Client(dsn)``, one per process and database, the
+factory of producers and consumers and the owner of the connection pool."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, LiteralString, Protocol, overload
+from typing import Any, overload
 
 import psycopg
 import sqlalchemy.exc
@@ -18,128 +15,18 @@ from psycopg.rows import dict_row
 
 from txnq import errors
 from txnq.admin import Admin
+from txnq.client.base import ClientBase, Closeable, named_query
+from txnq.consumer.sync import Consumer
 from txnq.database.connections import create_engine_for, translated_errors
+from txnq.database.embedded import EmbeddedServer
 from txnq.database.migrate import check_schema, upgrade
-from txnq.database.plans import Call, Plan, SyncIO, run
-from txnq.database.queries import QUERIES
-from txnq.durations import Duration, parse_duration
+from txnq.database.plans import SyncIO, run
+from txnq.durations import Duration
 from txnq.options import CONSUMER_OPTIONS, PRODUCER_OPTIONS, checked_options
+from txnq.producer.sync import Producer
 from txnq.settings import Settings, load_settings
-
-if TYPE_CHECKING:
-    from txnq.app_transaction import AttachedTransaction
-    from txnq.consumer import Consumer
-    from txnq.database.embedded import EmbeddedServer
-    from txnq.producer import Producer
-    from txnq.transaction import Transaction, TxnId
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _named_query(name: object) -> LiteralString:
-    """The text of a named query (sql/queries/*.sql)."""
-    text = QUERIES.get(name) if isinstance(name, str) else None
-    if text is None:
-        raise errors.InvalidArgumentError(
-            f"{name!r} is no named query of txnq: see sql/queries/*.sql for the names"
-        )
-    return text
-
-
-class _Closeable(Protocol):
-    def close(self) -> None: ...
-
-
-class ClientBase:
-    """What the sync and asyncio clients share: settings, and the plans that
-    open transactions and start transactional sessions (txnq.plans)."""
-
-    settings: Settings
-
-    def _init_transactions(self) -> None:
-        # Coordinators are picked round-robin from a random start, so many
-        # clients spread over them; the server's limits are read once.
-        self._tc_cycle = itertools.count(random.randrange(1 << 16))
-        self._txn_limits: tuple[int, float] | None = None
-        self._transactional_epochs: dict[str, int] = {}
-
-    def _open_txn_plan(self, timeout: Duration | None) -> Plan[tuple[TxnId, float, datetime]]:
-        from txnq.transaction import TxnId
-
-        seconds = parse_duration(
-            self.settings.txn_default_timeout if timeout is None else timeout,
-            what="timeout",
-            allow_zero=False,
-        )
-        tc_count, max_timeout = yield from self._limits_plan()
-        if seconds > max_timeout:
-            raise errors.InvalidArgumentError(
-                f"a transaction timeout of {seconds:g}s is above the server maximum of "
-                f"{max_timeout:g}s: shorten it, or raise TXNQ_TXN_MAX_TIMEOUT and run txnq migrate"
-            )
-        tc_id = next(self._tc_cycle) % tc_count
-        row = yield Call("open_txn", {"tc_id": tc_id, "timeout_seconds": seconds})
-        assert row is not None
-        return TxnId(row[0], row[1]), seconds, row[2]
-
-    @staticmethod
-    def _check_dsn(dsn: object, settings: object = None) -> None:
-        if dsn is not None and not isinstance(dsn, str):
-            raise errors.InvalidArgumentError(
-                f"dsn must be a str such as 'postgresql://user@host/db', not {type(dsn).__name__}"
-            )
-        if isinstance(dsn, str) and ("\x00" in dsn or not _utf8(dsn)):
-            raise errors.InvalidArgumentError(
-                "dsn holds characters no DSN has (NUL, a lone surrogate): give a DSN such as "
-                "'postgresql://user@host/db'"
-            )
-        if settings is not None and not isinstance(settings, Settings):
-            raise errors.InvalidArgumentError(
-                "settings must be a txnq.Settings (e.g. txnq.load_settings(...)), "
-                f"not {type(settings).__name__}"
-            )
-
-    @staticmethod
-    def _no_attach_timeout(timeout: object) -> None:
-        if timeout is not None:
-            raise errors.InvalidArgumentError(
-                "an application transaction lasts as long as the connection's own "
-                "transaction: set a timeout there (e.g. SET LOCAL "
-                "idle_in_transaction_session_timeout), not here"
-            )
-
-    def _limits_plan(self) -> Plan[tuple[int, float]]:
-        """(coordinator count, TXN_MAX_TIMEOUT seconds), read once."""
-        if self._txn_limits is None:
-            row = yield Call("txn_limits", {})
-            assert row is not None
-            self._txn_limits = (int(row[0]), float(row[1]))
-        return self._txn_limits
-
-    def _transactional_epoch_plan(self, transactional_id: str) -> Plan[int]:
-        """This client's session epoch of a transactional id: the first producer
-        with the id starts a session (fencing older ones and aborting what they
-        left open); later producers of this client with the id share it."""
-        epoch = self._transactional_epochs.get(transactional_id)
-        if epoch is not None:
-            return epoch
-        row = yield Call("init_transactional_id", {"transactional_id": transactional_id})
-        assert row is not None
-        epoch = int(row[0])
-        self._transactional_epochs[transactional_id] = epoch
-        # The fenced transactions are decided (ABORTING); finish them now, as
-        # Kafka's initTransactions does, so the new session starts clean. A
-        # coordinator worker finishes any this cannot.
-        for tc_id, txn_seq in zip(row[1], row[2], strict=True):
-            with contextlib.suppress(errors.TxnqError, psycopg.Error):
-                yield Call("complete_txn", {"txn_tc": tc_id, "txn_seq": txn_seq})
-        return epoch
+from txnq.transaction.attached_sync import AttachedTransaction, attach
+from txnq.transaction.sync import Transaction
 
 
 class Client(ClientBase):
@@ -158,15 +45,13 @@ class Client(ClientBase):
         self.embedded: EmbeddedServer | None = None
         dsn = dsn or self.settings.dsn
         if dsn is None:
-            from txnq.database.embedded import EmbeddedServer
-
             self.embedded = EmbeddedServer(self.settings.home)
             dsn = self.embedded.start()
             upgrade(dsn, settings=self.settings)
         self.dsn: str = dsn
         self._engine = create_engine_for(dsn)
         self._lock = threading.Lock()
-        self._children: list[_Closeable] = []
+        self._children: list[Closeable] = []
         self._closed = False
         self._init_transactions()
         try:
@@ -211,22 +96,20 @@ class Client(ClientBase):
 
     def query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """Run the named query and return its rows as dicts."""
-        text = _named_query(name)
+        text = named_query(name)
         with self.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(text, params)
             return cur.fetchall() if cur.description else []
 
     def execute(self, name: str, params: dict[str, Any]) -> None:
-        text = _named_query(name)
+        text = named_query(name)
         with self.connection() as conn:
             conn.execute(text, params)
 
     # -- producers and consumers -------------------------------------------
 
     def producer(self, topic: str, name: str | None = None, **options: Any) -> Producer:
-        """An idempotent producer for ``topic``; see :class:`txnq.producer.Producer`."""
-        from txnq.producer import Producer
-
+        """An idempotent producer for ``topic``; see :class:`txnq.producer.sync.Producer`."""
         self._check_open()
         checked_options(PRODUCER_OPTIONS, options, "producer")
         producer = Producer(self, topic, name, **options)
@@ -240,9 +123,7 @@ class Client(ClientBase):
         subscription_type: str = "exclusive",
         **options: Any,
     ) -> Consumer:
-        """A consumer on ``subscription`` of ``topic``; see :class:`txnq.consumer.Consumer`."""
-        from txnq.consumer import Consumer
-
+        """A consumer on ``subscription`` of ``topic``; see :class:`txnq.consumer.sync.Consumer`."""
         self._check_open()
         checked_options(CONSUMER_OPTIONS, options, "subscribe")
         consumer = Consumer(self, topic, subscription, subscription_type, **options)
@@ -263,21 +144,17 @@ class Client(ClientBase):
         self, timeout: Duration | None = None, *, connection: object | None = None
     ) -> Transaction | AttachedTransaction:
         """Open a transaction (``timeout`` default TXN_DEFAULT_TIMEOUT, at most the
-        server's TXN_MAX_TIMEOUT); see :class:`txnq.transaction.Transaction`.
+        server's TXN_MAX_TIMEOUT); see :class:`txnq.transaction.sync.Transaction`.
 
         With ``connection`` (a psycopg 3 connection, a SQLAlchemy Connection or
         Session), join the application's transaction on it instead: sends and
         acks commit or roll back with the application's own writes; see
-        :class:`txnq.app_transaction.AttachedTransaction`. It lasts as long as
+        :class:`txnq.transaction.attached_sync.AttachedTransaction`. It lasts as long as
         the application's PostgreSQL transaction, so ``timeout`` does not apply."""
         if connection is not None:
-            from txnq.app_transaction import attach
-
             self._check_open()
             self._no_attach_timeout(timeout)
             return attach(connection, client=self)
-        from txnq.transaction import Transaction
-
         self._check_open()
         with self._io() as io:
             txn_id, seconds, timeout_at = run(self._open_txn_plan(timeout), io)
@@ -295,7 +172,7 @@ class Client(ClientBase):
 
     @contextmanager
     def _io(self) -> Iterator[SyncIO]:
-        """A plan's view of the pool (txnq.plans): a pooled connection checked
+        """A plan's view of the pool (txnq.database.plans): a pooled connection checked
         out on first use, replaced on Reconnect, returned at the end."""
         held: list[Any] = []
 
@@ -327,11 +204,11 @@ class Client(ClientBase):
                 "retry it when the server is back"
             ) from exc
 
-    def _adopt(self, child: _Closeable) -> None:
+    def _adopt(self, child: Closeable) -> None:
         with self._lock:
             self._children.append(child)
 
-    def _forget(self, child: _Closeable) -> None:
+    def _forget(self, child: Closeable) -> None:
         with self._lock:
             if child in self._children:
                 self._children.remove(child)

@@ -29,26 +29,22 @@ BACKLOG_QUOTA_HOLD_TIMEOUT_SECONDS, re-checking the quota, and then raises
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
-import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from txnq import errors
 from txnq.database.connections import translate
-from txnq.database.plans import Call, Plan, Reconnect, Sleep, SyncIO, run
+from txnq.database.plans import Call, Plan, Reconnect, Sleep
 from txnq.durations import Duration, Size, parse_duration, parse_size
-from txnq.failpoints import raise_if_armed
 from txnq.messages import (
     MessageId,
     check_event_time,
@@ -58,13 +54,13 @@ from txnq.messages import (
     encode_properties,
 )
 from txnq.names import validate_name
+from txnq.transaction.base import TransactionBase
+from txnq.transaction.pending import PendingSend, SendCallback
+from txnq.transaction.protocol import OutgoingMessage
 
 if TYPE_CHECKING:
     from txnq.admin import TopicInfo
-    from txnq.app_transaction import AttachedTransaction
-    from txnq.client import Client
     from txnq.settings import Settings
-    from txnq.transaction import Transaction, TransactionBase
 
 log = logging.getLogger("txnq.producer")
 
@@ -77,7 +73,6 @@ PARTITIONS_REFRESH_SECONDS = 60.0
 BACKLOG_QUOTA_HOLD = "TQ017"
 HOLD_RECHECK_MIN_SECONDS = 0.05
 HOLD_RECHECK_MAX_SECONDS = 1.0
-SendCallback = Callable[[BaseException | None, MessageId | None], None]
 
 
 def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -> datetime | None:
@@ -92,9 +87,12 @@ def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -
     return None
 
 
-def result_timeout(timeout: object) -> float | None:
-    """The ``timeout`` of ``PendingSend.result()`` in seconds (None: wait for good)."""
-    return None if timeout is None else parse_duration(cast(Duration, timeout), what="timeout")
+def message_columns(
+    message: OutgoingMessage,
+) -> tuple[list[bytes], list[bytes | None], list[str | None], list[datetime | None]]:
+    """One message as the columns of an append of its own (payloads, keys,
+    properties, event times)."""
+    return [message.payload], [message.key], [message.properties], [message.event_time]
 
 
 def partition_for_key(key: bytes, partitions: int) -> int:
@@ -102,7 +100,7 @@ def partition_for_key(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
-class _Batch:
+class EntryBatch:
     """Messages for one partition that will become one entry."""
 
     __slots__ = (
@@ -129,46 +127,9 @@ class _Batch:
         self.future: Future[int] = Future()  # resolves to the entry offset
 
 
-class PendingSend:
-    """What ``send_async`` returns: ``result()`` gives the MessageId once written."""
-
-    __slots__ = ("_batch", "_index", "_partition", "_topic")
-
-    def __init__(self, topic: str, partition: int, batch: _Batch, index: int) -> None:
-        self._topic = topic
-        self._partition = partition
-        self._batch = batch
-        self._index = index
-
-    def result(self, timeout: float | None = None) -> MessageId:
-        try:
-            offset = self._batch.future.result(result_timeout(timeout))
-        except TimeoutError:
-            raise errors.TimeoutError(
-                f"message not written within {timeout}s; call producer.flush() or wait longer"
-            ) from None
-        return MessageId(self._topic, self._partition, offset, self._index)
-
-    def done(self) -> bool:
-        return self._batch.future.done()
-
-    def __await__(self) -> Generator[Any, None, MessageId]:
-        """``await pending`` (txnq.aio): the MessageId once written."""
-        offset = yield from asyncio.wrap_future(self._batch.future).__await__()
-        return MessageId(self._topic, self._partition, offset, self._index)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        try:
-            return self._batch.future.exception(result_timeout(timeout))
-        except TimeoutError:
-            raise errors.TimeoutError(
-                f"message not written within {timeout}s; call producer.flush() or wait longer"
-            ) from None
-
-
 class ProducerBase:
     """What the sync and asyncio producers share: options, encoding, routing,
-    the batch accumulator, and the plans (txnq.plans) that register the
+    the batch accumulator, and the plans (txnq.database.plans) that register the
     producer and append a batch. A face adds the connection, the locks, the
     waiting and the flushing."""
 
@@ -230,8 +191,8 @@ class ProducerBase:
         # others' head-row lock (held through their commit) instead of
         # writing another partition (docs/benchmarks.md, 4-client sends).
         self._round_robin = random.randrange(self._partitions)
-        self._batches: dict[int, _Batch] = {}  # the open batch per partition
-        self._sealed: dict[int, list[_Batch]] = {}  # full batches waiting, oldest first
+        self._batches: dict[int, EntryBatch] = {}  # the open batch per partition
+        self._sealed: dict[int, list[EntryBatch]] = {}  # full batches waiting, oldest first
         self._pending = 0
         self._last_futures: dict[int, Future[int]] = {}
         self._closed = False
@@ -280,6 +241,41 @@ class ProducerBase:
             )
         return payload, encode_key(key), encode_properties(properties), check_event_time(event_time)
 
+    def _outgoing(
+        self,
+        value: object,
+        key: object,
+        properties: object,
+        event_time: object,
+        partition: int | None,
+        callback: SendCallback | None,
+        deliver_after: Duration | None,
+        deliver_at: datetime | None,
+    ) -> OutgoingMessage:
+        """Check and encode one message, in one order for both faces (the
+        callback, the message, its delivery time); raises before anything is
+        queued. The partition is checked when the message is routed."""
+        if callback is not None and not callable(callback):
+            raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
+        payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        deliver = delivery_time(deliver_after, deliver_at)
+        return OutgoingMessage(payload, key_bytes, props, when, partition, callback, deliver)
+
+    @staticmethod
+    def _delayed_failed(message: OutgoingMessage, exc: errors.TxnqError) -> None:
+        """``send_async`` of a delayed message (written at once) failed: its
+        callback has the error, which the caller then raises."""
+        if message.callback is not None:
+            message.callback(exc, None)
+
+    def _delayed_written(self, message: OutgoingMessage, message_id: MessageId) -> PendingSend:
+        """``send_async`` of a delayed message (written at once): a settled PendingSend."""
+        future: Future[int] = Future()
+        future.set_result(message_id.offset)
+        if message.callback is not None:
+            message.callback(None, message_id)
+        return PendingSend(self.topic, message_id.partition, future, 0)
+
     def _needs_refresh(self, partition: object) -> bool:
         """Whether to look for partitions added to the topic before routing."""
         if time.monotonic() - self._partitions_checked > PARTITIONS_REFRESH_SECONDS:
@@ -322,38 +318,32 @@ class ProducerBase:
             self._round_robin = (self._round_robin + 1) % self._partitions
 
     def _add(
-        self,
-        target: int,
-        payload: bytes,
-        key_bytes: bytes | None,
-        props: str | None,
-        when: datetime | None,
-        callback: SendCallback | None,
-        txn: TransactionBase | None,
+        self, target: int, message: OutgoingMessage, txn: TransactionBase | None
     ) -> tuple[PendingSend, bool]:
         """Queue one message for ``target`` (the face checked the pending
         limit and holds its lock); returns it and whether to wake the flusher."""
         batch = self._batches.get(target)
-        if batch is None or batch.txn is not txn or self._is_full(batch, len(payload)):
+        if batch is None or batch.txn is not txn or self._is_full(batch, len(message.payload)):
             if batch is not None:
                 # Seal the full batch (it is written as its own entry) and open
                 # a new one, as Kafka's record accumulator does; an entry
                 # holds the messages of one transaction only.
                 self._sealed.setdefault(target, []).append(batch)
-            batch = self._batches[target] = _Batch(txn)
+            batch = self._batches[target] = EntryBatch(txn)
         index = len(batch.payloads)
-        batch.payloads.append(payload)
-        batch.keys.append(key_bytes)
-        batch.properties.append(props)
-        batch.event_times.append(when)
-        batch.bytes += len(payload)
-        if callback is not None:
-            batch.callbacks.append((index, callback))
+        batch.payloads.append(message.payload)
+        batch.keys.append(message.key)
+        batch.properties.append(message.properties)
+        batch.event_times.append(message.event_time)
+        batch.bytes += len(message.payload)
+        if message.callback is not None:
+            batch.callbacks.append((index, message.callback))
         self._pending += 1
         # A new batch starts the flusher's delay clock; a full one goes at once.
-        return PendingSend(self.topic, target, batch, index), index == 0 or self._is_full(batch, 0)
+        pending = PendingSend(self.topic, target, batch.future, index)
+        return pending, index == 0 or self._is_full(batch, 0)
 
-    def _is_full(self, batch: _Batch, incoming: int) -> bool:
+    def _is_full(self, batch: EntryBatch, incoming: int) -> bool:
         count = len(batch.payloads)
         return count >= self._max_messages or (
             count > 0 and batch.bytes + incoming > self._max_bytes
@@ -373,7 +363,7 @@ class ProducerBase:
                 wait = due - now if wait is None else min(wait, due - now)
         return ready, wait
 
-    def _take(self, partition: int) -> list[_Batch]:
+    def _take(self, partition: int) -> list[EntryBatch]:
         """The partition's sealed batches and its open batch, in order, to write."""
         batches = self._sealed.pop(partition, [])
         current = self._batches.pop(partition, None)
@@ -385,7 +375,7 @@ class ProducerBase:
             self._last_futures[partition] = batches[-1].future
         return batches
 
-    def _write_plan(self, partition: int, batch: _Batch) -> Plan[BaseException | None]:
+    def _write_plan(self, partition: int, batch: EntryBatch) -> Plan[BaseException | None]:
         """Append a batch and settle its future; returns its error, if any."""
         try:
             offset = yield from self._append_plan(
@@ -519,7 +509,7 @@ class ProducerBase:
             f"nothing of this batch was written ({diag.message_hint})"
         )
 
-    def _stopped(self, exc: BaseException, taken: list[_Batch]) -> errors.TxnqError:
+    def _stopped(self, exc: BaseException, taken: list[EntryBatch]) -> errors.TxnqError:
         """Writing stopped on ``exc``, an error that is not a txnq error (those
         settle their batch): the producer fails -- every later call raises
         BackgroundFailureError naming ``exc``, close() still works -- and so do
@@ -553,7 +543,25 @@ class ProducerBase:
             self._run_callbacks(partition, batch)
         return failure
 
-    def _run_callbacks(self, partition: int, batch: _Batch) -> None:
+    def _write_failed(
+        self, exc: BaseException, batches: list[EntryBatch], index: int
+    ) -> errors.TxnqError:
+        """Writing ``batches[index]`` (taken from the queue with the ones
+        after it) stopped on ``exc``: the producer fails (:meth:`_stopped`),
+        and the batches after it leave the pending count (the face's
+        ``finally`` takes the failed one off). The face holds its lock."""
+        failure = self._stopped(exc, batches[index:])
+        self._pending -= sum(len(b.payloads) for b in batches[index + 1 :])
+        return failure
+
+    def _raise_unreported(self) -> None:
+        """flush(): raise the first error of a batch written since the last
+        flush (outside a transaction), once. The face holds its lock."""
+        unreported, self._unreported = self._unreported, None
+        if unreported is not None:
+            raise unreported
+
+    def _run_callbacks(self, partition: int, batch: EntryBatch) -> None:
         if not batch.callbacks:
             return
         exc = batch.future.exception()
@@ -563,363 +571,3 @@ class ProducerBase:
             )
             with contextlib.suppress(Exception):
                 callback(exc, message_id)
-
-
-class Producer(ProducerBase):
-    """Sends messages to one topic. Create with ``client.producer(topic, name=...)``.
-
-    Options: ``batching_max_messages`` (1000), ``batching_max_bytes`` ("128KiB"),
-    ``batching_max_delay`` ("5ms"; how long a batch waits to fill),
-    ``max_pending_messages`` (100000; ``send_async`` blocks when reached, up to
-    ``send_timeout``), ``send_timeout`` ("30s"; how long a batch is retried while
-    PostgreSQL is unreachable), ``routing_mode`` ("key_hash" or "round_robin"),
-    ``encoding`` (for ``str`` payloads, "utf-8").
-    """
-
-    def __init__(
-        self,
-        client: Client,
-        topic: str,
-        name: str | None = None,
-        *,
-        batching_max_messages: int = 1000,
-        batching_max_bytes: Size = 128 * 1024,
-        batching_max_delay: Duration = "5ms",
-        max_pending_messages: int = 100_000,
-        send_timeout: Duration = "30s",
-        routing_mode: str = "key_hash",
-        encoding: str = "utf-8",
-        transactional_id: str | None = None,
-    ) -> None:
-        self._client = client
-        transactional_id = self._configure(
-            client.settings,
-            client.admin.get_topic(topic),
-            name,
-            batching_max_messages=batching_max_messages,
-            batching_max_bytes=batching_max_bytes,
-            batching_max_delay=batching_max_delay,
-            max_pending_messages=max_pending_messages,
-            send_timeout=send_timeout,
-            routing_mode=routing_mode,
-            encoding=encoding,
-            transactional_id=transactional_id,
-        )
-        self._proxy: Any = client.checkout()
-        self._io_lock = threading.Lock()  # one append at a time on the connection, in order
-        self._cond = threading.Condition()  # guards the pending batches
-        self._io = SyncIO(lambda: self._proxy.driver_connection, self._reconnect)
-        if transactional_id is not None:
-            epoch = client._transactional_epoch(transactional_id)
-            self._transactional = (transactional_id, epoch)
-        try:
-            run(self._register_plan(), self._io)
-        except BaseException:
-            self._proxy.close()
-            raise
-        self._flusher = threading.Thread(
-            target=self._flush_loop, name=f"txnq-producer-{self.name}", daemon=True
-        )
-        self._flusher.start()
-
-    # -- public API ---------------------------------------------------------
-
-    def send(
-        self,
-        value: object,
-        *,
-        key: str | bytes | None = None,
-        properties: dict[str, str] | None = None,
-        event_time: datetime | float | None = None,
-        partition: int | None = None,
-        txn: Transaction | AttachedTransaction | None = None,
-        deliver_after: Duration | None = None,
-        deliver_at: datetime | None = None,
-    ) -> MessageId:
-        """Send one message and wait until it is written; returns its MessageId.
-
-        Messages queued by ``send_async`` for the same partition go in the same
-        entry, ahead of this one. With ``txn``, the message is part of that
-        transaction: read_committed consumers see it once the transaction commits.
-        ``deliver_after`` (a duration) or ``deliver_at`` (a datetime) delays its
-        delivery on shared and key_shared subscriptions (exclusive and failover
-        ones deliver it in log order at once, as Pulsar does); a delayed message
-        is its own entry (docs/subscriptions.md).
-        """
-        if txn is not None and _attached(txn):
-            raise errors.InvalidArgumentError(
-                "send() returns the message's offset, which a message of an application "
-                "transaction gets only when it commits: use send_async(..., txn=txn) (its "
-                "result() resolves at txn.commit()) or txn.send(topic, value)"
-            )
-        payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
-        txn = cast("Transaction | None", txn)
-        deliver = delivery_time(deliver_after, deliver_at)
-        self._join(txn)
-        if deliver is not None:
-            return self._send_delayed(payload, key_bytes, props, when, partition, txn, deliver)
-        with self._io_lock:
-            with self._cond:
-                self._check_usable()
-                target = self._routed(key_bytes, partition)
-                direct = target not in self._batches and not self._sealed.get(target)
-                if direct:
-                    self._advance_round_robin(key_bytes, partition)
-            if direct:
-                # Nothing queued for this partition: write this message as its own
-                # entry now. Holding the I/O lock keeps the partition's order.
-                offset = run(
-                    self._append_plan(target, [payload], [key_bytes], [props], [when], txn),
-                    self._io,
-                )
-                return MessageId(self.topic, target, offset, 0)
-        pending = self._enqueue(payload, key_bytes, props, when, partition, None, txn)
-        self._flush_partition(pending._partition)
-        return pending.result(self._result_timeout)
-
-    def send_async(
-        self,
-        value: object,
-        *,
-        key: str | bytes | None = None,
-        properties: dict[str, str] | None = None,
-        event_time: datetime | float | None = None,
-        partition: int | None = None,
-        callback: SendCallback | None = None,
-        txn: Transaction | AttachedTransaction | None = None,
-        deliver_after: Duration | None = None,
-        deliver_at: datetime | None = None,
-    ) -> PendingSend:
-        """Queue one message; it is written within ``batching_max_delay`` or when
-        its batch is full. ``callback(exception, message_id)`` runs once written.
-        With ``txn``, ``txn.commit()`` flushes it first. A delayed message
-        (``deliver_after`` / ``deliver_at``, see ``send``) is not batched: it is
-        written before this returns."""
-        if callback is not None and not callable(callback):
-            raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
-        payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
-        deliver = delivery_time(deliver_after, deliver_at)
-        if txn is not None and _attached(txn):
-            if deliver is not None:
-                raise errors.InvalidArgumentError(
-                    "deliver_after/deliver_at do not apply to an application transaction "
-                    "(txnq.attach): its messages are appended when the caller commits; send "
-                    "a delayed message outside it or in a txnq transaction"
-                )
-            # An application transaction (txnq.app_transaction): staged on the
-            # caller's connection, appended when the caller commits.
-            with self._cond:
-                self._check_usable()
-                target = self._routed(key_bytes, partition)
-                self._advance_round_robin(key_bytes, partition)
-            return cast("AttachedTransaction", txn)._send_async(
-                self, target, payload, key_bytes, props, when, callback, self._max_messages
-            )
-        txn = cast("Transaction | None", txn)
-        self._join(txn)
-        if deliver is not None:
-            batch = _Batch(txn)
-            try:
-                message_id = self._send_delayed(
-                    payload, key_bytes, props, when, partition, txn, deliver
-                )
-            except errors.TxnqError as exc:
-                batch.future.set_exception(exc)
-                if callback is not None:
-                    callback(exc, None)
-                raise
-            batch.future.set_result(message_id.offset)
-            if callback is not None:
-                callback(None, message_id)
-            return PendingSend(self.topic, message_id.partition, batch, 0)
-        return self._enqueue(payload, key_bytes, props, when, partition, callback, txn)
-
-    def _send_delayed(
-        self,
-        payload: bytes,
-        key_bytes: bytes | None,
-        props: str | None,
-        when: datetime | None,
-        partition: int | None,
-        txn: Transaction | None,
-        deliver: datetime,
-    ) -> MessageId:
-        """Write a delayed message as its own entry, after what is queued for its partition."""
-        with self._cond:
-            self._check_usable()
-            target = self._routed(key_bytes, partition)
-            self._advance_round_robin(key_bytes, partition)
-        self._flush_partition(target)
-        with self._io_lock:
-            offset = run(
-                self._append_plan(target, [payload], [key_bytes], [props], [when], txn, deliver),
-                self._io,
-            )
-        return MessageId(self.topic, target, offset, 0)
-
-    def _join(self, txn: Transaction | None) -> None:
-        """Check the transaction a send names, and register this producer with it."""
-        if txn is None:
-            return
-        from txnq.transaction import Transaction
-
-        Transaction.checked(txn, self._client)
-        self._check_usable()
-        txn._join_producer(self)
-
-    def _routed(self, key: bytes | None, partition: int | None) -> int:
-        """The partition of a message (caller holds _cond), following added partitions."""
-        if self._needs_refresh(partition):
-            with self._client._io() as io:
-                run(self._refresh_partitions_plan(), io)
-        return self._route(key, partition)
-
-    def _enqueue(
-        self,
-        payload: bytes,
-        key_bytes: bytes | None,
-        props: str | None,
-        when: datetime | None,
-        partition: int | None,
-        callback: SendCallback | None,
-        txn: Transaction | None = None,
-    ) -> PendingSend:
-        deadline = time.monotonic() + self._send_timeout
-        with self._cond:
-            self._check_usable()
-            target = self._routed(key_bytes, partition)
-            while self._pending >= self._max_pending:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise errors.TimeoutError(
-                        f"the producer's pending queue is full ({self._max_pending} messages) "
-                        "and did not drain in time: PostgreSQL may be unreachable"
-                    )
-                self._cond.wait(remaining)
-                self._check_usable()
-            pending, wake = self._add(target, payload, key_bytes, props, when, callback, txn)
-            if wake:
-                self._cond.notify_all()
-        return pending
-
-    def flush(self) -> None:
-        """Write every queued message and wait until all sent so far are written.
-
-        Raises the first error of a batch written since the previous flush()
-        (each of its messages' PendingSend and callback has it too), so a
-        failed ``send_async`` is never silent, as Pulsar's flush. Messages sent
-        in a transaction report theirs through ``txn.commit()`` instead.
-        """
-        self._check_usable()
-        for partition in range(self._partitions):
-            self._flush_partition(partition)
-        with self._cond:
-            futures = list(self._last_futures.values())
-        for future in futures:
-            future.exception(self._result_timeout)
-        self._check_usable()
-        with self._cond:
-            unreported, self._unreported = self._unreported, None
-        if unreported is not None:
-            raise unreported
-
-    def close(self) -> None:
-        """Flush and release the connection. Safe to call twice."""
-        if self._closed:
-            return
-        try:
-            if self._failure is None:
-                self.flush()
-        finally:
-            with self._cond:
-                self._closed = True
-                self._cond.notify_all()
-            self._flusher.join(timeout=5)
-            with self._io_lock:
-                self._proxy.close()
-            self._client._forget(self)
-
-    def __enter__(self) -> Producer:
-        self._check_usable()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- internals ----------------------------------------------------------
-
-    def _flush_loop(self) -> None:
-        try:
-            while True:
-                with self._cond:
-                    if self._closed:
-                        return
-                    ready, wait = self._ready_partitions()
-                    if not ready:
-                        self._cond.wait(wait)
-                        continue
-                raise_if_armed("producer_flush")
-                for partition in ready:
-                    self._flush_partition(partition)
-        except BaseException as exc:
-            # The thread ends here: without this, send_async would queue for
-            # good and flush() wait for batches nobody writes.
-            with self._cond:
-                self._stopped(exc, [])
-                self._cond.notify_all()
-
-    def _flush_partition(self, partition: int) -> None:
-        """Write the partition's sealed batches and its open batch, in order."""
-        with self._io_lock:
-            with self._cond:
-                batches = self._take(partition)
-            for index, batch in enumerate(batches):
-                try:
-                    run(self._write_plan(partition, batch), self._io)
-                except BaseException as exc:
-                    with self._cond:
-                        failure = self._stopped(exc, batches[index:])
-                        self._pending -= sum(len(b.payloads) for b in batches[index + 1 :])
-                    raise failure from exc
-                finally:
-                    with self._cond:
-                        self._pending -= len(batch.payloads)
-                        self._cond.notify_all()
-                self._run_callbacks(partition, batch)
-
-    def _reconnect(self) -> None:
-        with contextlib.suppress(Exception):
-            self._proxy.invalidate()
-        try:
-            self._proxy = self._client.checkout()
-        except Exception:
-            self._proxy = _Disconnected()
-
-
-_ATTACHED_TYPE: type | None = None
-
-
-def _attached(txn: object) -> bool:
-    """Whether ``txn`` is an application transaction (txnq.attach)."""
-    if txn is None:
-        return False
-    global _ATTACHED_TYPE
-    if _ATTACHED_TYPE is None:
-        from txnq.app_transaction import AttachedTransaction
-
-        _ATTACHED_TYPE = AttachedTransaction
-    return isinstance(txn, _ATTACHED_TYPE)
-
-
-class _Disconnected:
-    """Stands in for a connection while PostgreSQL cannot be reached."""
-
-    @property
-    def driver_connection(self) -> Any:
-        raise psycopg.OperationalError("not connected")
-
-    def invalidate(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass

@@ -8,7 +8,7 @@ psycopg 3 connection, a SQLAlchemy ``Connection`` or ``Session``) gives an
 
 - ``producer.send_async(..., txn=txn)`` and ``txn.send(topic, ...)`` *stage*
   messages (``txnq.stage_send_v2``): no offset is taken, no head row locked;
-- ``consumer.acknowledge(msg, txn=txn)`` stages acks (``txnq.stage_ack_v1``),
+- ``consumer.acknowledge(msg, txn=txn)`` stages acks (``txnq.stage_ack_v2``),
   checking that nobody acknowledged the messages yet;
 - ``txn.commit()`` publishes what was staged (``txnq.publish_staged_v2``): one
   append per partition, the acks applied strictly under the cursor lock. A
@@ -19,22 +19,19 @@ The caller commits (or rolls back) its own transaction: txnq never does.
 Until then nothing is visible to anyone; after a rollback nothing is left.
 
 The protocol is kept apart from the waiting: :class:`AttachedBase` holds it as
-plans (``txnq.database.plans``), which :class:`AttachedTransaction` runs on the caller's
-psycopg ``Connection`` and ``txnq.aio.AttachedTransaction`` on an
+plans (``txnq.database.plans``), which ``txnq.AttachedTransaction``
+(txnq.transaction.attached_sync) runs on the caller's psycopg ``Connection``
+and ``txnq.aio.AttachedTransaction`` (txnq.transaction.attached_aio) on an
 ``AsyncConnection`` (docs/asyncio.md).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -42,7 +39,7 @@ from psycopg.pq import TransactionStatus
 
 from txnq import errors
 from txnq.database.connections import libpq_dsn
-from txnq.database.plans import Batch, Call, Plan, SyncIO, run
+from txnq.database.plans import Batch, Call, Plan
 from txnq.durations import Duration, parse_duration
 from txnq.messages import (
     MAX_PARTITION,
@@ -52,199 +49,22 @@ from txnq.messages import (
     encode_properties,
 )
 from txnq.names import validate_name
-from txnq.producer import PendingSend, SendCallback, result_timeout
+from txnq.transaction.protocol import OutgoingMessage
+from txnq.transaction.staging import (
+    StagedBatch,
+    StagedSend,
+    settle_published,
+    stage_ack_params,
+    stage_send_params,
+)
 
 if TYPE_CHECKING:
-    from txnq.client import Client
-    from txnq.consumer import Consumer
     from txnq.messages import Message
-    from txnq.producer import Producer
 
-
-# -- the protocol: pure helpers an asyncio face shares -------------------------
-
-
-def stage_send_params(
-    topic_id: int,
-    partition: int,
-    payloads: list[bytes],
-    keys: list[bytes | None],
-    properties: list[str | None],
-    event_times: list[datetime | None],
-) -> dict[str, Any]:
-    """The parameters of query ``stage_send`` for one batch."""
-    return {
-        "topic_id": topic_id,
-        "partition": partition,
-        "payloads": payloads,
-        "keys": keys if any(k is not None for k in keys) else None,
-        "properties": properties if any(properties) else None,
-        "event_times": event_times if any(event_times) else None,
-    }
-
-
-def stage_ack_params(
-    topic_id: int,
-    partition: int,
-    subscription_id: int,
-    offsets: Sequence[int],
-    batch_indexes: Sequence[int],
-    batch_sizes: Sequence[int | None],
-) -> dict[str, Any]:
-    """The parameters of query ``stage_ack`` for one partition."""
-    return {
-        "topic_id": topic_id,
-        "partition": partition,
-        "subscription_id": subscription_id,
-        "offsets": list(offsets),
-        "batch_indexes": list(batch_indexes),
-        "batch_sizes": list(batch_sizes),
-    }
-
-
-@dataclass
-class StagedBatch:
-    """Messages staged (or about to be) for one partition by ``send_async``."""
-
-    topic: str
-    topic_id: int
-    partition: int
-    payloads: list[bytes] = field(default_factory=list)
-    keys: list[bytes | None] = field(default_factory=list)
-    properties: list[str | None] = field(default_factory=list)
-    event_times: list[datetime | None] = field(default_factory=list)
-    callbacks: list[tuple[int, SendCallback]] = field(default_factory=list)
-    # Resolves to (entry offset, index of the batch's first message in the entry).
-    future: Future[tuple[int, int]] = field(default_factory=Future)
-
-
-def settle_published(
-    rows: Iterable[Sequence[Any]], staged: dict[int, StagedBatch]
-) -> list[StagedBatch]:
-    """Resolve the staged batches from the rows of ``publish_staged``
-    (stage_id, topic_id, partition, entry_offset, first_batch_index); returns
-    the batches settled, whose callbacks are due."""
-    settled = []
-    for stage_id, _topic_id, _partition, entry_offset, first_index in rows:
-        batch = staged.pop(int(stage_id), None)
-        if batch is not None and not batch.future.done():
-            batch.future.set_result((int(entry_offset), int(first_index)))
-            settled.append(batch)
-    return settled
-
-
-class StagedSend(PendingSend):
-    """What ``send_async(..., txn=attached)`` returns: ``result()`` gives the
-    MessageId once ``txn.commit()`` has published the message. (When the
-    caller commits without ``txn.commit()``, the deferred trigger publishes
-    it but the offset is not reported back: ``result()`` raises
-    TransactionEndedError once the transaction is used again, else it times
-    out.)"""
-
-    __slots__ = ("_staged",)
-
-    def __init__(self, batch: StagedBatch, index: int) -> None:
-        self._topic = batch.topic
-        self._partition = batch.partition
-        self._index = index
-        self._staged = batch
-
-    def result(self, timeout: float | None = None) -> MessageId:
-        try:
-            offset, first = self._staged.future.result(result_timeout(timeout))
-        except TimeoutError:
-            raise errors.TimeoutError(
-                "the message is staged in an application transaction: its offset is known once "
-                "txn.commit() has published it"
-            ) from None
-        return MessageId(self._topic, self._partition, offset, first + self._index)
-
-    def done(self) -> bool:
-        return self._staged.future.done()
-
-    def __await__(self) -> Generator[Any, None, MessageId]:
-        """``await staged`` (txnq.aio): the MessageId once ``txn.commit()`` published it."""
-        offset, first = yield from asyncio.wrap_future(self._staged.future).__await__()
-        return MessageId(self._topic, self._partition, offset, first + self._index)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        try:
-            return self._staged.future.exception(result_timeout(timeout))
-        except TimeoutError:
-            raise errors.TimeoutError(
-                "the message is staged in an application transaction: its outcome is known "
-                "once txn.commit() has published it"
-            ) from None
+AttachedT = TypeVar("AttachedT", bound="AttachedBase")
 
 
 # -- the application's connection ---------------------------------------------
-
-
-@dataclass
-class _Target:
-    """What the caller gave: how to reach the psycopg connection underneath
-    (joining the caller's transaction: SQLAlchemy begins its own if none is
-    open), whether a transaction is open, how to run a new one (for
-    ``process``), and, where the wrapper has one, the object of the caller's
-    current transaction (a SQLAlchemy transaction; None for psycopg)."""
-
-    original: object
-    join: Callable[[], psycopg.Connection[Any]]
-    in_transaction: Callable[[], bool]
-    transaction: Callable[[], contextlib.AbstractContextManager[Any]]
-    current: Callable[[], object] | None = None
-
-
-def _psycopg_in_transaction(conn: psycopg.Connection[Any]) -> bool:
-    return conn.info.transaction_status != TransactionStatus.IDLE
-
-
-def _target(connection: object) -> _Target:
-    if isinstance(connection, psycopg.AsyncConnection):
-        raise errors.InvalidArgumentError(
-            "an asyncio connection joins with the asyncio client: use txnq.aio.attach(conn) "
-            "or `await txnq.aio.Client(...).new_transaction(connection=conn)`"
-        )
-    if isinstance(connection, psycopg.Connection):
-        conn = connection
-        return _Target(conn, lambda: conn, lambda: _psycopg_in_transaction(conn), conn.transaction)
-    from sqlalchemy.engine import Connection as SAConnection
-    from sqlalchemy.orm import Session
-
-    if isinstance(connection, Session):
-        session = connection
-
-        def join_session() -> psycopg.Connection[Any]:
-            # connection() begins the session's transaction if none is open.
-            return _driver(session.connection().connection.driver_connection)
-
-        return _Target(
-            session, join_session, session.in_transaction, session.begin, session.get_transaction
-        )
-    if isinstance(connection, SAConnection):
-        sa_conn = connection
-
-        def join_connection() -> psycopg.Connection[Any]:
-            if not sa_conn.in_transaction():
-                sa_conn.begin()  # SQLAlchemy then commits what txnq runs underneath
-            return _driver(sa_conn.connection.driver_connection)
-
-        return _Target(
-            sa_conn, join_connection, sa_conn.in_transaction, sa_conn.begin, sa_conn.get_transaction
-        )
-    raise errors.InvalidArgumentError(
-        "connection must be a psycopg 3 Connection, or a SQLAlchemy Connection or Session on "
-        f"the psycopg driver, not {type(connection).__name__}"
-    )
-
-
-def _driver(driver: object) -> psycopg.Connection[Any]:
-    if not isinstance(driver, psycopg.Connection):
-        raise errors.InvalidArgumentError(
-            "the SQLAlchemy engine must use the psycopg 3 driver (postgresql+psycopg://), "
-            f"not {type(driver).__module__}"
-        )
-    return driver
 
 
 def _check_joinable(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
@@ -288,8 +108,8 @@ def _database_of(dsn: str) -> tuple[object, object]:
 
 # Application transactions stage acks that publish_staged_v2 applies to the
 # cursor at the caller's COMMIT; a shared subscription's acks delete claims
-# instead (ack_shared_v1), which staging does not do yet, so the two do not mix.
-_ATTACHED_SHARED_HINT = (
+# instead (ack_shared_v4), which staging does not do yet, so the two do not mix.
+ATTACHED_SHARED_HINT = (
     "application transactions (attach, consumer.process) acknowledge on exclusive and "
     "failover subscriptions only; on a shared or key_shared subscription acknowledge with a "
     "txnq transaction (client.new_transaction()) instead"
@@ -301,7 +121,7 @@ _ATTACHED_SHARED_HINT = (
 
 class AttachedBase:
     """What the sync and asyncio application transactions share: state, checks
-    and the plans (txnq.plans) that stage, publish and discard on the caller's
+    and the plans (txnq.database.plans) that stage, publish and discard on the caller's
     connection. A face adds the connection type and the waiting."""
 
     connection: Any
@@ -511,17 +331,10 @@ class AttachedBase:
             self._staged[int(row[0])] = batch
 
     def _queue_send(
-        self,
-        producer: Any,
-        partition: int,
-        payload: bytes,
-        key: bytes | None,
-        properties: str | None,
-        event_time: datetime | None,
-        callback: SendCallback | None,
-        max_messages: int,
+        self, producer: Any, partition: int, message: OutgoingMessage
     ) -> tuple[StagedSend, StagedBatch | None]:
-        """Queue one message; returns it and a full batch to stage now, if any."""
+        """Queue one message routed to ``partition``; returns it and a full
+        batch to stage now, if any."""
         self._check_open()
         _same_database(self.connection, producer._client)
         slot = (producer._topic.topic_id, partition)
@@ -529,14 +342,48 @@ class AttachedBase:
         if batch is None:
             batch = self._queued[slot] = StagedBatch(producer.topic, slot[0], partition)
         index = len(batch.payloads)
-        batch.payloads.append(payload)
-        batch.keys.append(key)
-        batch.properties.append(properties)
-        batch.event_times.append(event_time)
-        if callback is not None:
-            batch.callbacks.append((index, callback))
-        full = self._queued.pop(slot) if len(batch.payloads) >= max_messages else None
+        batch.payloads.append(message.payload)
+        batch.keys.append(message.key)
+        batch.properties.append(message.properties)
+        batch.event_times.append(message.event_time)
+        if message.callback is not None:
+            batch.callbacks.append((index, message.callback))
+        full = self._queued.pop(slot) if len(batch.payloads) >= producer._max_messages else None
         return StagedSend(batch, index), full
+
+    # -- what an application transaction refuses (the transaction protocol) ---
+
+    #: How the face's docs say to get a staged message's MessageId.
+    _result_hint = "its result() resolves at txn.commit()"
+    #: How the face attaches (for messages).
+    _attach_name = "txnq.attach"
+
+    def _check_client(self, client: object) -> None:
+        """A producer's or consumer's database is checked against the
+        caller's connection where a send or an ack is staged (after this
+        transaction's own state), not here."""
+
+    def _refuse_send(self) -> NoReturn:
+        """``producer.send(txn=self)`` returns an offset, which a staged message lacks."""
+        raise errors.InvalidArgumentError(
+            "send() returns the message's offset, which a message of an application "
+            "transaction gets only when it commits: use send_async(..., txn=txn) "
+            f"({self._result_hint}) or txn.send(topic, value)"
+        )
+
+    def _check_not_delayed(self, message: OutgoingMessage) -> None:
+        if message.deliver_at is not None:
+            raise errors.InvalidArgumentError(
+                "deliver_after/deliver_at do not apply to an application transaction "
+                f"({self._attach_name}): its messages are appended when the caller commits; "
+                "send a delayed message outside it or in a txnq transaction"
+            )
+
+    def _refuse_cumulative(self) -> NoReturn:
+        raise errors.InvalidArgumentError(
+            "a cumulative ack cannot be checked for exactly-once in an application "
+            "transaction: acknowledge the messages individually (acknowledge(list))"
+        )
 
     def _stage_plan(self, batch: StagedBatch) -> Plan[None]:
         params = stage_send_params(
@@ -551,7 +398,7 @@ class AttachedBase:
         assert row is not None
         self._staged[int(row[0])] = batch
 
-    def _acknowledge_plan(
+    def _stage_acks_plan(
         self,
         consumer: Any,
         per_partition: dict[int, tuple[list[int], list[int], list[int | None]]],
@@ -599,149 +446,29 @@ class AttachedBase:
         _check_joinable(self.connection)
 
 
-class AttachedTransaction(AttachedBase):
-    """A txnq transaction that lives in the application's PostgreSQL
-    transaction; see the module docstring. Use as a context manager: a normal
-    exit publishes (``commit()``), an exception discards what was staged
-    (``abort()``); the caller's own transaction is committed by the caller."""
-
-    connection: psycopg.Connection[Any]
-
-    def __init__(self, connection: object, *, client: Client | None = None) -> None:
-        target = _target(connection)
-        self._setup(target.join(), client, target.current)
-        self._io = SyncIO(self._joined_connection)
-
-    # -- the outbox without a producer ------------------------------------
-
-    def send(
-        self,
-        topic: str,
-        value: object,
-        *,
-        key: str | bytes | None = None,
-        properties: dict[str, str] | None = None,
-        partition: int | None = None,
-        encoding: str = "utf-8",
-    ) -> None:
-        """Produce one message to ``topic`` when the caller's transaction
-        commits (``txnq.send_at_commit_v2``: routed by key as a producer does,
-        else to ``partition``, else to a random partition)."""
-        run(self._send_plan(topic, value, key, properties, partition, encoding), self._io)
-
-    # -- ending -------------------------------------------------------------
-
-    def commit(self) -> None:
-        """Publish what this transaction staged, on the caller's connection:
-        the messages get their offsets (``send_async`` results resolve) and the
-        acks are applied. Visible to others once the caller commits its
-        transaction, which should follow at once: from here until then the
-        partitions' head rows and the cursors are locked.
-
-        Raises :class:`TransactionConflictError` when another transaction
-        acknowledged one of the messages first: the caller must roll back."""
-        run(self._commit_plan(), self._io)
-
-    def abort(self) -> None:
-        """Drop what this transaction staged (the caller's own writes stay
-        theirs to commit or roll back), and have the consumers that
-        acknowledged in it deliver those messages again. Safe to call after
-        the caller rolled back, and twice."""
-        run(self._abort_plan(), self._io)
-
-    def __enter__(self) -> AttachedTransaction:
-        self._enter()
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if not self._exit(exc_type is not None):
-            return
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-
-    # -- used by producers and consumers ------------------------------------
-
-    def flush(self) -> None:
-        """Stage the messages ``send_async`` queued in this transaction."""
-        run(self._flush_plan(), self._io)
-
-    def _send_async(
-        self,
-        producer: Producer,
-        partition: int,
-        payload: bytes,
-        key: bytes | None,
-        properties: str | None,
-        event_time: datetime | None,
-        callback: SendCallback | None,
-        max_messages: int,
-    ) -> StagedSend:
-        staged, full = self._queue_send(
-            producer, partition, payload, key, properties, event_time, callback, max_messages
-        )
-        if full is not None:
-            run(self._stage_plan(full), self._io)
-        return staged
-
-    def _acknowledge(
-        self,
-        consumer: Consumer,
-        per_partition: dict[int, tuple[list[int], list[int], list[int | None]]],
-    ) -> None:
-        run(self._acknowledge_plan(consumer, per_partition), self._io)
-
-
 # The transaction of each connection's open `with txnq.attach(conn)` block or
 # process() batch, by id of the psycopg connection.
 _ACTIVE: dict[int, AttachedBase] = {}
 _ACTIVE_LOCK = threading.Lock()
 
 
-def attach(connection: object, *, client: Client | None = None) -> AttachedTransaction:
-    """Join the application transaction of ``connection`` (psycopg 3
-    Connection, SQLAlchemy Connection or Session): see :class:`AttachedTransaction`.
-
-    Inside a ``with txnq.attach(conn)`` block or the body of a
-    ``consumer.process(conn)`` loop, this returns that block's transaction, so
-    code deep in the application can join it by the connection alone."""
-    conn = _target(connection).join()
+def active_transaction(conn: object, face: type[AttachedT]) -> AttachedT | None:
+    """The usable transaction of ``conn``'s open ``with attach(conn)`` block
+    or ``process()`` batch, if it is of ``face``: what ``attach(conn)`` returns
+    there, so code deep in the application can join it by the connection alone."""
     with _ACTIVE_LOCK:
         active = _ACTIVE.get(id(conn))
-    if isinstance(active, AttachedTransaction) and active.connection is conn and active._usable():
+    if isinstance(active, face) and active.connection is conn and active._usable():
         return active
-    return AttachedTransaction(connection, client=client)
+    return None
 
 
-# -- the exactly-once processor ------------------------------------------------
-
-
-def process(
-    consumer: Consumer,
-    connection: object,
-    *,
-    batch_size: int = 100,
-    idle_timeout: Duration | None = None,
-) -> Iterator[Message]:
-    """Yield the consumer's messages, committing their acks in the same
-    PostgreSQL transaction as the writes the loop body makes on
-    ``connection``: one transaction per batch of up to ``batch_size`` messages.
-
-    The batch's transaction commits when the loop asks for the message after
-    the batch's last one. If the body raises (or leaves the loop with
-    ``break``), the batch's transaction rolls back, the consumer delivers
-    those messages again, and the exception goes on. If another consumer
-    committed one of the batch's messages first (a failover handover), the
-    batch rolls back and the loop goes on: it was processed there.
-    ``idle_timeout`` ends the loop when no message came for that long (None:
-    wait forever).
-    """
+def process_options(batch_size: object, idle_timeout: Duration | None) -> tuple[int, float | None]:
+    """``process()``'s ``batch_size`` and ``idle_timeout`` (seconds or None), checked."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise errors.InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
     idle = None if idle_timeout is None else parse_duration(idle_timeout, what="idle_timeout")
-    target = _target(connection)
-    return _process(consumer, target, batch_size, idle)
+    return batch_size, idle
 
 
 def check_between_batches(consumer: Any, batch: list[Message], in_transaction: bool) -> None:
@@ -754,26 +481,3 @@ def check_between_batches(consumer: Any, batch: list[Message], in_transaction: b
             "in a transaction when the loop asks for the next message: commit or roll "
             "back what the loop body began"
         )
-
-
-def _process(
-    consumer: Consumer, target: _Target, batch_size: int, idle: float | None
-) -> Iterator[Message]:
-    while True:
-        batch = consumer.batch_receive(batch_size, timeout=1.0 if idle is None else idle)
-        if not batch:
-            if idle is not None:
-                return
-            continue
-        check_between_batches(consumer, batch, target.in_transaction())
-        done = False
-        try:
-            with target.transaction(), AttachedTransaction(target.original) as txn:
-                yield from batch
-                consumer.acknowledge(batch, txn=txn)
-            done = True
-        except errors.TransactionConflictError:
-            pass  # consumed and committed elsewhere: rolled back here, go on
-        finally:
-            if not done:
-                consumer._rewind({m.message_id.partition for m in batch})

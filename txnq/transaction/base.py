@@ -14,26 +14,17 @@ scheduler aborts it.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
 import time
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 import psycopg
 
 from txnq import errors
-from txnq.database.connections import is_outage
-from txnq.database.plans import Call, Plan, Reconnect, Sleep, run
-from txnq.database.queries import QUERIES
+from txnq.database.plans import Call, Plan, Reconnect, Sleep
 from txnq.failpoints import armed, failpoint
-
-if TYPE_CHECKING:
-    from txnq.client import Client
-    from txnq.consumer import Consumer
-    from txnq.producer import Producer
+from txnq.transaction.attached_base import AttachedBase
 
 T = TypeVar("T")
 TC_BITS = 16
@@ -93,9 +84,27 @@ class TxnId(NamedTuple):
         return cls(tc_id, seq)
 
 
+#: What a producer or consumer of each face takes as ``txn=``.
+FACE_HINTS = {
+    "sync": "a sync txnq.Transaction from client.new_transaction()",
+    "asyncio": "an asyncio transaction from `await client.new_transaction()` of txnq.aio",
+}
+
+
+def refuse_transaction(txn: object, hint: str) -> NoReturn:
+    """``txn`` is no transaction of the face that was given it."""
+    other = (
+        " (sync and asyncio transactions do not mix: use the transaction of the "
+        "client this producer/consumer came from)"
+        if isinstance(txn, TransactionBase | AttachedBase)
+        else ""
+    )
+    raise errors.InvalidArgumentError(f"txn must be {hint}, not {type(txn).__name__}{other}")
+
+
 class TransactionBase:
     """What the sync and asyncio transactions share: state, checks, and the
-    plans (txnq.plans) that bind, end and complete a transaction. A face adds
+    plans (txnq.database.plans) that bind, end and complete a transaction. A face adds
     the lock, the connection and the flushing of its producers."""
 
     def __init__(self, client: Any, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
@@ -150,25 +159,14 @@ class TransactionBase:
 
     @classmethod
     def checked(cls, txn: object, client: Any) -> Any:
-        """``txn`` as given to a send or an ack: a transaction of this face
-        (sync or asyncio) on ``client``'s database."""
+        """``txn`` as given to a send or an ack: a client transaction of this
+        face (sync or asyncio) on ``client``'s database."""
         if not isinstance(txn, cls):
-            hint = (
-                "a sync txnq.Transaction from client.new_transaction()"
-                if cls.__name__ == "Transaction"
-                else "an asyncio transaction from `await client.new_transaction()` of txnq.aio"
-            )
-            other = (
-                " (sync and asyncio transactions do not mix: use the transaction of the "
-                "client this producer/consumer came from)"
-                if isinstance(txn, TransactionBase)
-                else ""
-            )
-            raise errors.InvalidArgumentError(
-                f"txn must be {hint}, not {type(txn).__name__}{other}"
-            )
+            refuse_transaction(txn, FACE_HINTS[cls._face])
         txn._check_client(client)
         return txn
+
+    _face = "sync"
 
     def _record_failure(self, exc: BaseException) -> None:
         """A queued send of this transaction failed (the face's override may
@@ -210,6 +208,23 @@ class TransactionBase:
         self._check_open()
         if consumer not in self._consumers:
             self._consumers.append(consumer)
+
+    def _check_commit(self, wait: object) -> None:
+        """Before commit() flushes: a transaction the system aborted (timeout,
+        fencing) rewinds its consumers, then raises why it cannot commit."""
+        self._check_wait(wait)
+        if self._state in ("ABORTED", "ABORTING"):
+            self._rewind_consumers()
+        self._check_open()
+
+    def _aborted_already(self) -> bool:
+        """abort() of a transaction the system aborted already is a no-op
+        (its consumers rewind); of a committed one it raises."""
+        if self._state in ("ABORTED", "ABORTING"):
+            self._rewind_consumers()
+            return True
+        self._check_open()
+        return False
 
     @staticmethod
     def _check_wait(wait: object) -> None:
@@ -309,172 +324,3 @@ class TransactionBase:
         if found is None:
             return None
         return found if row else found[0]
-
-
-class Transaction(TransactionBase):
-    """An open transaction; see the module docstring. Use as a context manager
-    to commit on success and abort on an exception."""
-
-    def __init__(self, client: Client, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
-        super().__init__(client, txn_id, timeout, timeout_at)
-        self._lock = threading.RLock()
-
-    # -- ending -------------------------------------------------------------
-
-    def commit(self, *, wait: bool = True) -> None:
-        """Commit: flush this transaction's queued sends, write the decision, and
-        (``wait=True``) run the marker phase so the messages are visible and the
-        acks applied when this returns. ``wait=False`` returns at the decision;
-        coordinator workers finish it.
-
-        Raises :class:`TransactionAbortedError` (a send in the transaction
-        failed: it is aborted instead), :class:`TransactionTimedOutError`,
-        :class:`ProducerFencedError`, or :class:`TransactionEndedError`.
-        """
-        self._check_wait(wait)
-        with self._lock:
-            if self._state in ("ABORTED", "ABORTING"):
-                self._rewind_consumers()  # the system aborted it (timeout, fencing)
-            self._check_open()
-            for producer in list(self._producers):
-                with contextlib.suppress(errors.TxnqError):
-                    producer.flush()
-            self._run(self._commit_plan(wait=wait))
-
-    def abort(self) -> None:
-        """Abort: the messages sent in it are never delivered, its acks are
-        released and those messages are delivered again. Aborting a transaction
-        the system aborted already (timeout, fencing) is a no-op."""
-        with self._lock:
-            if self._state in ("ABORTED", "ABORTING"):
-                self._rewind_consumers()
-                return
-            self._check_open()
-            self._run(self._end_plan(commit=False, wait=True))
-
-    def __enter__(self) -> Transaction:
-        self._check_open()
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if self._state != "OPEN":
-            return
-        if exc_type is None:
-            self.commit()
-        else:
-            with contextlib.suppress(errors.TxnqError, psycopg.Error):
-                self.abort()
-
-    # -- used by producers and consumers ------------------------------------
-
-    def _join_producer(self, producer: Producer) -> None:
-        """Called before a producer's first write in this transaction."""
-        with self._lock:
-            self._run(self._join_producer_plan(producer))
-
-    def _join_consumer(self, consumer: Consumer) -> None:
-        with self._lock:
-            super()._join_consumer(consumer)
-
-    def _record_failure(self, exc: BaseException) -> None:
-        """A queued send of this transaction failed: commit() will abort.
-        Called by a producer's flush thread holding its I/O lock, so it does
-        not take the transaction's lock: commit() holds that while it waits
-        for the same I/O lock to flush (the two would deadlock)."""
-        if self._note_failure(exc):
-            self._run(self._refresh_state_plan())
-
-    def _run(self, plan: Plan[T]) -> T:
-        with self._client._io() as io:
-            return run(plan, io)
-
-
-class StepFailure(NamedTuple):
-    """A step of the marker phase that failed: on a partition (subscription_id
-    None) or on a subscription's acks there."""
-
-    topic_id: int
-    partition: int
-    subscription_id: int | None
-    error: psycopg.Error
-
-
-class MarkerPhaseError(errors.TransactionError):
-    """The marker phase of a decided transaction failed on some of its
-    partitions or subscriptions (``failures``); its other steps were done, it
-    is not finished, and the next run tries the failed steps again."""
-
-    def __init__(self, txn_id: TxnId, failures: list[StepFailure]) -> None:
-        self.txn_id = txn_id
-        self.failures = failures
-        shown = "; ".join(
-            f"topic id {f.topic_id} partition {f.partition}"
-            + ("" if f.subscription_id is None else f" subscription id {f.subscription_id}")
-            + f": {str(f.error).strip().splitlines()[0] if str(f.error).strip() else f.error!r}"
-            for f in failures
-        )
-        super().__init__(
-            f"the marker phase of transaction {txn_id} failed on {len(failures)} step(s), "
-            f"its other steps are done: {shown}"
-        )
-
-
-def run_marker_phase(
-    conn: psycopg.Connection[Any],
-    txn_id: TxnId,
-    on_step: Callable[[str], None] | None = None,
-) -> str:
-    """Run the marker phase of a decided transaction one step per PostgreSQL
-    transaction (each idempotent), then finish it; returns the final state.
-
-    This is the coordinator workers' way: a crash between steps keeps the
-    steps done, and any worker picks up the rest. ``on_step(name)`` runs after
-    each step ("partition", "subscription", "markers" when all are marked,
-    "finish"): the crash-injection
-    hook of the tests, and a place for metrics.
-
-    A step that fails on what it finds (not a lost connection, which is
-    raised at once) does not stop the others: one broken partition row
-    leaves the transaction's other partitions and subscriptions done, and
-    :class:`MarkerPhaseError` lists what failed; the transaction stays
-    decided and unfinished until a run does every step.
-    """
-    params = {"txn_tc": txn_id.tc_id, "txn_seq": txn_id.seq}
-    failures: list[StepFailure] = []
-    for topic_id, partition in conn.execute(
-        QUERIES["coordinator_unmarked_partitions"], params
-    ).fetchall():
-        try:
-            conn.execute(
-                QUERIES["complete_txn_partition"],
-                {**params, "topic_id": topic_id, "partition": partition},
-            )
-        except psycopg.Error as exc:
-            if is_outage(exc):
-                raise
-            failures.append(StepFailure(topic_id, partition, None, exc))
-            continue
-        if on_step is not None:
-            on_step("partition")
-    for topic_id, partition, subscription in conn.execute(
-        QUERIES["coordinator_open_subscriptions"], params
-    ).fetchall():
-        step = {"topic_id": topic_id, "partition": partition, "subscription_id": subscription}
-        try:
-            conn.execute(QUERIES["complete_txn_subscription"], {**params, **step})
-        except psycopg.Error as exc:
-            if is_outage(exc):
-                raise
-            failures.append(StepFailure(topic_id, partition, subscription, exc))
-            continue
-        if on_step is not None:
-            on_step("subscription")
-    if failures:
-        raise MarkerPhaseError(txn_id, failures)
-    if on_step is not None:
-        on_step("markers")
-    row = conn.execute(QUERIES["finish_txn"], params).fetchone()
-    assert row is not None
-    if on_step is not None:
-        on_step("finish")
-    return str(row[0])

@@ -1,0 +1,94 @@
+"""The ack tracker: what a consumer acknowledged outside a transaction, as
+Pulsar's ack tracker keeps it for its isDuplicate check.
+
+It holds the (partition, offset, batch index; -1 the whole entry) of
+individual acks above the last mark-delete offset seen, and that offset per
+partition. A fetch can still bring such a message back (one that ran before
+the ack committed, or a refetch after a rewind that the queue already held):
+it is never queued or handed out again. The consumer holds its lock
+(``_cond``) around every call.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from txnq.messages import Message
+
+
+class AckTracker:
+    """Acks outside a transaction, remembered until the cursor passes them."""
+
+    def __init__(self) -> None:
+        self._acked: set[tuple[int, int, int]] = set()
+        self._mark_delete_seen: dict[int, int] = {}
+
+    def __bool__(self) -> bool:
+        """Whether anything was acknowledged outside a transaction (and is remembered)."""
+        return bool(self._mark_delete_seen or self._acked)
+
+    def mark_delete_seen(self, partition: int) -> int:
+        """The highest mark-delete offset an ack returned for ``partition`` (-1: none)."""
+        return self._mark_delete_seen.get(partition, -1)
+
+    def remember(self, acked: Iterable[tuple[int, int, int]]) -> None:
+        """Messages acknowledged outside a transaction, remembered so that
+        neither a copy still queued (a rewind refetched it before the ack)
+        nor one a fetch read before the ack committed is handed out
+        (:meth:`drop_acknowledged_head` drops them when they reach the head)."""
+        for partition, offset, index in acked:
+            if offset > self._mark_delete_seen.get(partition, -1):
+                self._acked.add((partition, offset, index))
+
+    def passed_mark_delete(self, partition: int, mark_delete: int) -> None:
+        """The cursor of ``partition`` is at ``mark_delete`` (an ack outside a
+        transaction returned it): what is queued at or below it is
+        acknowledged, and the remembered acks below it are not needed."""
+        if mark_delete <= self._mark_delete_seen.get(partition, -1):
+            return
+        self._mark_delete_seen[partition] = mark_delete
+        if self._acked:
+            self._acked = {a for a in self._acked if a[0] != partition or a[1] > mark_delete}
+
+    def was_acknowledged(self, partition: int, offset: int, index: int) -> bool:
+        """Whether this message was acknowledged outside a transaction."""
+        return (
+            offset <= self._mark_delete_seen.get(partition, -1)
+            or (partition, offset, -1) in self._acked
+            or (partition, offset, index) in self._acked
+        )
+
+    def forget_partition(self, partition: int) -> None:
+        """The partition is fetched again from the cursor: what it fetches
+        next reflects every ack of ours that took effect, so the memory of
+        them goes (and a seek may well have moved the cursor back)."""
+        self._mark_delete_seen.pop(partition, None)
+        self._acked = {a for a in self._acked if a[0] != partition}
+
+    def unacknowledged(self, partition: int, messages: list[Message]) -> list[Message]:
+        """``messages`` fetched from ``partition`` less those acknowledged
+        (read before an ack of ours committed: never handed out again)."""
+        if not self._acked and (
+            not messages or messages[0].message_id.offset > self.mark_delete_seen(partition)
+        ):
+            return messages
+        return [
+            m
+            for m in messages
+            if not self.was_acknowledged(partition, m.message_id.offset, m.message_id.batch_index)
+        ]
+
+    def drop_acknowledged_head(self, queue: deque[Message], topic: str) -> None:
+        """Drop acknowledged messages from the head of ``queue``. Checked at
+        the head, once per message handed out, rather than by scanning the
+        queue at every ack (which cost the whole queue per acknowledgement).
+        Messages of another topic (a retry-letter consumer shares its
+        parent's queue) are left to their own consumer."""
+        while queue:
+            message_id = queue[0].message_id
+            if message_id.topic != topic or not self.was_acknowledged(
+                message_id.partition, message_id.offset, message_id.batch_index
+            ):
+                return
+            queue.popleft()

@@ -1,0 +1,309 @@
+"""The asyncio face of the consumer: ``txnq.aio.Consumer``
+(``await client.subscribe()``). A task runs the session's loop on its own
+``AsyncConnection``; acks, nacks and seeks run on a second one. Everything
+decided is in :mod:`txnq.consumer.base` and below. (``retry_enable`` /
+``reconsume_later`` are the sync consumer's only.)"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncGenerator, Coroutine, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from txnq import errors
+from txnq.consumer.base import ConsumerBase
+from txnq.consumer.dead_letters import ensure_topic
+from txnq.database.plans import AsyncIO, Plan, arun
+from txnq.durations import Duration
+from txnq.messages import Message, MessageId
+from txnq.options import CONSUMER_OPTIONS, checked_options
+from txnq.transaction.aio import checked_transaction
+from txnq.transaction.attached_aio import process
+
+if TYPE_CHECKING:
+    from txnq.client.aio import Client
+    from txnq.transaction.aio import Transaction
+    from txnq.transaction.attached_aio import AttachedTransaction
+
+T = TypeVar("T")
+
+
+class _Signal:
+    """The asyncio face's ``_cond``: the state needs no lock (one event loop),
+    ``notify_all`` wakes whoever waits for the queue to change."""
+
+    def __init__(self) -> None:
+        self.changed = asyncio.Event()
+
+    def __enter__(self) -> _Signal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def notify_all(self) -> None:
+        self.changed.set()
+
+    async def wait(self, timeout: float) -> None:
+        self.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.changed.wait(), timeout)
+
+
+class Consumer(ConsumerBase):
+    """Receives messages from one subscription; ``await client.subscribe(...)``.
+    The sync Consumer's subscription types and options (except
+    ``retry_enable`` / ``reconsume_later``), with ``await`` and ``async for``."""
+
+    _client: Client
+    _cond: _Signal
+    _ack_lock: asyncio.Lock
+    _ack_conn: psycopg.AsyncConnection[Any] | None
+    _ack_io: AsyncIO
+    _fetch_conn: psycopg.AsyncConnection[Any]
+    _fetch_io: AsyncIO
+    _task: asyncio.Task[None]
+    _background: set[asyncio.Task[Any]]
+
+    @classmethod
+    async def _open(
+        cls,
+        client: Client,
+        topic: str,
+        subscription: str,
+        subscription_type: str,
+        options: dict[str, Any],
+    ) -> Consumer:
+        client._check_open()
+        given = checked_options(CONSUMER_OPTIONS, options, "subscribe")
+        if given["retry_enable"]:
+            raise errors.InvalidArgumentError(
+                "retry_enable (reconsume_later) is in the sync client only: subscribe with "
+                "txnq.Client, or nack with a negative_ack_backoff here"
+            )
+        self = cls()
+        self._client = client
+        info = await client.admin.get_topic(topic)
+        self._configure(client.settings, info, subscription, subscription_type, **given)
+        dlq = self._dead_letter_topic()
+        if dlq is not None:
+            self._dead_letter_topic_id = await asyncio.to_thread(
+                ensure_topic, client.sync.admin, dlq
+            )
+        self._cond = _Signal()
+        self._queue = deque()
+        self._background = set()
+        self._ack_lock = asyncio.Lock()
+        self._ack_conn = None
+        self._ack_io = AsyncIO(self._ack_connection, self._ack_reconnect)
+        self._fetch_conn = await client._connection(f"txnq-consumer-{self.name}")
+        self._fetch_io = AsyncIO(
+            self._current_fetch_conn, self._reopen_fetch_conn, self._listen, self._cond.wait
+        )
+        try:
+            await self._run_ack(self._subscribe_plan())
+            await self._listen_on(self._fetch_conn)
+            await arun(self._heartbeat_plan(), self._fetch_io)
+        except BaseException:
+            await self._fetch_conn.close()
+            if self._ack_conn is not None:
+                await self._ack_conn.close()
+            raise
+        self._task = asyncio.get_running_loop().create_task(arun(self._run_plan(), self._fetch_io))
+        self._task.add_done_callback(self._fetch_task_done)
+        client._children.append(self)
+        return self
+
+    # -- receiving ----------------------------------------------------------
+
+    async def receive(self, timeout: Duration | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` (forever when None); None on timeout."""
+        deadline = self._receive_deadline(timeout)
+        while True:
+            self._check_usable()
+            if self._deliverable():
+                return self._hand_out()
+            wait = self._receive_wait(deadline)
+            if wait is None:
+                return None
+            await self._cond.wait(wait)
+
+    async def batch_receive(
+        self, max_messages: int = 100, timeout: Duration = "100ms"
+    ) -> list[Message]:
+        """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
+        self._check_max_messages(max_messages)
+        first = await self.receive(timeout)
+        if first is None:
+            return []
+        return self._take_messages(first, max_messages)
+
+    def __aiter__(self) -> Consumer:
+        return self
+
+    async def __anext__(self) -> Message:
+        message = await self.receive()
+        assert message is not None
+        return message
+
+    # -- acknowledging ------------------------------------------------------
+
+    async def acknowledge(
+        self,
+        message: Message | MessageId | Iterable[Message | MessageId],
+        *,
+        txn: Transaction | AttachedTransaction | None = None,
+    ) -> None:
+        """Acknowledge messages individually (see ``txnq.Consumer.acknowledge``);
+        with an :class:`AttachedTransaction`, staged in the caller's transaction."""
+        items = self._ack_items(message)
+        if txn is None:
+            await self._run_ack(self._acknowledge_plan(items, None))
+        else:
+            await checked_transaction(txn, self._client)._acknowledge(self, items)
+
+    async def acknowledge_cumulative(
+        self,
+        message: Message | MessageId,
+        *,
+        txn: Transaction | AttachedTransaction | None = None,
+    ) -> None:
+        """Acknowledge this message and every earlier one of its partition."""
+        self._check_cumulative()
+        message_id, size = self._identify(message)
+        if txn is None:
+            await self._run_ack(self._cumulative_plan(message_id, size, None))
+        else:
+            joined = checked_transaction(txn, self._client)
+            await joined._acknowledge_cumulative(self, message_id, size)
+
+    async def negative_acknowledge(self, message: Message) -> None:
+        """Have the message delivered again later (see ``txnq.Consumer.negative_acknowledge``)."""
+        await self._run_ack(self._nack_plan(message))
+
+    def process(
+        self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
+    ) -> AsyncGenerator[Message, None]:
+        """Exactly-once processing: ``async for msg in consumer.process(conn): ...``
+        commits each batch's acks in one PostgreSQL transaction with what the
+        loop body wrote on ``conn`` (a psycopg ``AsyncConnection``); see
+        :func:`process`."""
+        self._check_process()
+        return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
+
+    async def seek(
+        self, target: MessageId | int | datetime | str, partition: int | None = None
+    ) -> None:
+        """Move the subscription (see ``txnq.Consumer.seek``)."""
+        await self._run_ack(self._seek_plan(target, partition))
+        await self._notify_self()
+
+    async def unsubscribe(self) -> None:
+        """Delete the subscription (refused while other consumers are connected), then close."""
+        await self._run_ack(self._unsubscribe_plan())
+        await self.close()
+
+    async def close(self) -> None:
+        """Leave the subscription: unacknowledged messages go to the next consumer."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.clear()  # redelivered to the next consumer, never handed out here
+        self._cond.notify_all()
+        await self._notify_self()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), self._poll_interval + 5)
+        except (TimeoutError, Exception):
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        if self._background:  # give-backs and wake-ups still running
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self._run_ack(self._leave_plan())
+        if self._ack_conn is not None:
+            await self._ack_conn.close()
+        await self._fetch_conn.close()
+        self._client._forget(self)
+
+    async def __aenter__(self) -> Consumer:
+        self._check_usable()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the asyncio face's I/O ---------------------------------------------
+
+    async def _run_ack(self, plan: Plan[T]) -> T:
+        async with self._ack_lock:
+            return await arun(plan, self._ack_io)
+
+    async def _ack_connection(self) -> psycopg.AsyncConnection[Any]:
+        if self._ack_conn is None or self._ack_conn.closed:
+            self._ack_conn = await self._client._connection(f"txnq-consumer-{self.name}")
+        return self._ack_conn
+
+    async def _ack_reconnect(self) -> None:
+        conn, self._ack_conn = self._ack_conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+        await self._ack_connection()
+
+    def _give_back(self, refused: dict[int, tuple[list[int], list[int]]]) -> None:
+        """After an abort (a sync call from the transaction's end): as a task."""
+        self._spawn(self._run_ack(self._delivery.give_back_plan(refused)))
+
+    def _wake_fetcher(self) -> None:
+        """Wake the fetch task's LISTEN wait (from a transaction's end)."""
+        self._spawn(self._notify_self())
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` as a task of this consumer (kept until done: the loop
+        holds only weak references to tasks)."""
+        try:
+            task = asyncio.get_running_loop().create_task(work)
+        except RuntimeError:  # no running loop: nothing to wake
+            work.close()
+            return
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _notify_self(self) -> None:
+        try:
+            async with self._ack_lock:
+                conn = await self._ack_connection()
+                await conn.execute("SELECT pg_notify(%s, '')", (self._channel,))
+        except (psycopg.Error, errors.TxnqError):
+            pass  # the fetch task polls anyway
+
+    def _fetch_task_done(self, task: asyncio.Task[None]) -> None:
+        """The fetch task ended: if on an error the plan did not stop on itself,
+        every later call raises it (never None forever)."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and not self._closed:
+            self._fetch_failed(exc)
+
+    async def _current_fetch_conn(self) -> psycopg.AsyncConnection[Any]:
+        return self._fetch_conn
+
+    async def _reopen_fetch_conn(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._fetch_conn.close()
+        self._fetch_conn = await self._client._connection(f"txnq-consumer-{self.name}")
+        await self._listen_on(self._fetch_conn)
+
+    async def _listen_on(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+
+    async def _listen(self, timeout: float) -> None:
+        async for _ in self._fetch_conn.notifies(timeout=timeout, stop_after=1):
+            pass

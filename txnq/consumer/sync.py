@@ -1,0 +1,423 @@
+"""The sync face of the consumer: ``txnq.Consumer`` (``client.subscribe()``).
+A fetch thread runs the session's loop on its own connection; acks, nacks
+and seeks run on a second one. The retry-letter topic of ``reconsume_later``
+is read by a second consumer that delivers into this one's receive queue.
+Everything decided is in :mod:`txnq.consumer.base` and below."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from txnq import errors
+from txnq.consumer.base import ConsumerBase
+from txnq.consumer.dead_letters import (
+    Backoff,
+    DeadLetterPolicy,
+    LetterClient,
+    ensure_topic,
+    reconsumption,
+    retry_letter_topic,
+    topic_of,
+)
+from txnq.database.connections import connect
+from txnq.database.plans import Plan, SyncIO, run
+from txnq.durations import Duration, parse_duration
+from txnq.messages import Message, MessageId
+from txnq.transaction.attached_sync import process
+from txnq.transaction.sync import checked_transaction
+
+if TYPE_CHECKING:
+    from txnq.admin import Admin
+    from txnq.settings import Settings
+    from txnq.transaction.attached_sync import AttachedTransaction
+    from txnq.transaction.sync import Transaction
+
+T = TypeVar("T")
+
+
+class ConsumerClient(LetterClient, Protocol):
+    """What a sync consumer needs of its client (``txnq.Client``): settings,
+    the Admin API, connections, and (for retry and dead letters) producers
+    and transactions."""
+
+    settings: Settings
+    admin: Admin
+    dsn: str
+
+    def checkout(self) -> Any: ...
+
+    def _forget(self, child: Any) -> None: ...
+
+
+class Consumer(ConsumerBase):
+    """Receives messages from one subscription. Create with ``client.subscribe``.
+
+    Options: ``initial_position`` ("latest" or "earliest"; where a new
+    subscription starts), ``isolation`` ("read_committed" or
+    "read_uncommitted"), ``consumer_name``, ``priority`` (failover order, lower
+    first), ``receiver_queue_size`` (messages prefetched, 1000),
+    ``negative_ack_redelivery_delay`` ("1m"), ``lease`` (CONSUMER_LEASE_SECONDS),
+    ``poll_interval`` (POLL_INTERVAL_SECONDS). Shared and key_shared only:
+    ``ack_timeout`` (None: off; a message not acknowledged this long after it
+    was claimed is delivered again), ``negative_ack_backoff`` (a
+    :class:`Backoff`; replaces the fixed nack delay), ``dead_letter_policy``
+    (a :class:`DeadLetterPolicy`), ``retry_enable`` (read the retry-letter
+    topic too, for ``reconsume_later``).
+    """
+
+    def __init__(
+        self,
+        client: ConsumerClient,
+        topic: str,
+        subscription: str,
+        subscription_type: str = "exclusive",
+        *,
+        initial_position: str = "latest",
+        isolation: str = "read_committed",
+        consumer_name: str | None = None,
+        priority: int = 0,
+        receiver_queue_size: int = 1000,
+        negative_ack_redelivery_delay: Duration = "1m",
+        lease: Duration | None = None,
+        poll_interval: Duration | None = None,
+        ack_timeout: Duration | None = None,
+        negative_ack_backoff: Backoff | None = None,
+        dead_letter_policy: DeadLetterPolicy | None = None,
+        retry_enable: bool = False,
+        _retry_parent: Consumer | None = None,
+    ) -> None:
+        self._client = client
+        self._configure(
+            client.settings,
+            client.admin.get_topic(topic),
+            subscription,
+            subscription_type,
+            initial_position=initial_position,
+            isolation=isolation,
+            consumer_name=consumer_name,
+            priority=priority,
+            receiver_queue_size=receiver_queue_size,
+            negative_ack_redelivery_delay=negative_ack_redelivery_delay,
+            lease=lease,
+            poll_interval=poll_interval,
+            ack_timeout=ack_timeout,
+            negative_ack_backoff=negative_ack_backoff,
+            dead_letter_policy=dead_letter_policy,
+            retry_enable=retry_enable,
+        )
+        self._retry_parent = _retry_parent
+        dlq = self._dead_letter_topic()
+        if dlq is not None:
+            self._dead_letter_topic_id = ensure_topic(client.admin, dlq)
+        if retry_enable:
+            self._retry_topic = retry_letter_topic(
+                dead_letter_policy, self.topic, self.subscription
+            )
+            ensure_topic(client.admin, self._retry_topic)
+
+        # State shared by the fetch thread and the caller, guarded by _cond. A
+        # retry-letter consumer delivers into its parent's receive queue.
+        self._cond = threading.Condition() if _retry_parent is None else _retry_parent._cond
+        self._queue = deque() if _retry_parent is None else _retry_parent._queue
+
+        self._ack_lock = threading.Lock()
+        self._ack_proxy: Any = client.checkout()
+        self._ack_io = SyncIO(self._ack_connection, self._ack_reconnect)
+        self._fetch_conn = connect(client.dsn, application_name=f"txnq-consumer-{self.name}")
+        self._fetch_io = SyncIO(
+            lambda: self._fetch_conn, self._reopen_fetch_conn, self._listen, self._wait_room
+        )
+        try:
+            with self._ack_lock:
+                run(self._subscribe_plan(), self._ack_io)
+            self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+            run(self._heartbeat_plan(), self._fetch_io)
+        except BaseException:
+            self._fetch_conn.close()
+            self._ack_proxy.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._fetch_thread,
+            name=f"txnq-consumer-{self.name}",
+            daemon=True,
+        )
+        self._thread.start()
+        self._retry_consumer: Consumer | None = None
+        self._letter_producers: dict[str, Any] = {}
+        if self._retry_topic is not None:
+            try:
+                self._retry_consumer = Consumer(
+                    client,
+                    self._retry_topic,
+                    self.subscription,
+                    subscription_type,
+                    initial_position="earliest",
+                    isolation=isolation,
+                    consumer_name=f"{self.name}-retry"[:200],
+                    priority=priority,
+                    receiver_queue_size=receiver_queue_size,
+                    negative_ack_redelivery_delay=negative_ack_redelivery_delay,
+                    lease=self._lease,
+                    poll_interval=self._poll_interval,
+                    ack_timeout=ack_timeout,
+                    negative_ack_backoff=negative_ack_backoff,
+                    dead_letter_policy=dead_letter_policy,
+                    _retry_parent=self,
+                )
+            except BaseException:
+                self.close()
+                raise
+
+    # -- receiving ----------------------------------------------------------
+
+    def receive(self, timeout: Duration | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` (forever when None); None on timeout."""
+        deadline = self._receive_deadline(timeout)
+        with self._cond:
+            self._check_usable()
+            while not self._deliverable():
+                self._check_usable()
+                wait = self._receive_wait(deadline)
+                if wait is None:
+                    return None
+                self._cond.wait(wait)
+            return self._hand_out()
+
+    def batch_receive(self, max_messages: int = 100, timeout: Duration = "100ms") -> list[Message]:
+        """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
+        self._check_max_messages(max_messages)
+        first = self.receive(timeout)
+        if first is None:
+            return []
+        return self._take_messages(first, max_messages)
+
+    def __iter__(self) -> Consumer:
+        return self
+
+    def __next__(self) -> Message:
+        message = self.receive()
+        assert message is not None
+        return message
+
+    # -- acknowledging ------------------------------------------------------
+
+    def acknowledge(
+        self,
+        message: Message | MessageId | Iterable[Message | MessageId],
+        *,
+        txn: Transaction | AttachedTransaction | None = None,
+    ) -> None:
+        """Acknowledge messages individually; durable when this returns. A list
+        spanning partitions is acknowledged atomically. With ``txn``, the acks
+        are pending until the transaction commits (an abort releases them and
+        the messages are delivered again); a message another open transaction
+        holds raises TransactionConflictError."""
+        items = self._ack_items(message)
+        if self._retry_consumer is not None:
+            retry_items = [item for item in items if topic_of(item) == self._retry_topic]
+            if retry_items:
+                self._retry_consumer.acknowledge(
+                    [item for item in retry_items if isinstance(item, Message | MessageId)],
+                    txn=txn,
+                )
+                items = [item for item in items if topic_of(item) != self._retry_topic]
+                if not items:
+                    return
+        if txn is None:
+            self._run_ack(self._acknowledge_plan(items, None))
+        else:
+            checked_transaction(txn, self._client)._acknowledge(self, items)
+
+    def acknowledge_cumulative(
+        self,
+        message: Message | MessageId,
+        *,
+        txn: Transaction | AttachedTransaction | None = None,
+    ) -> None:
+        """Acknowledge this message and every earlier one of its partition (with
+        ``txn``: when the transaction commits). Not on shared and key_shared
+        subscriptions, where messages are acknowledged one by one (as Pulsar)."""
+        self._check_cumulative()
+        message_id, size = self._identify(message)
+        if txn is None:
+            self._run_ack(self._cumulative_plan(message_id, size, None))
+        else:
+            checked_transaction(txn, self._client)._acknowledge_cumulative(self, message_id, size)
+
+    def negative_acknowledge(self, message: Message) -> None:
+        """Have the message delivered again after ``negative_ack_redelivery_delay``
+        (or the ``negative_ack_backoff`` delay for its redelivery count). On
+        shared and key_shared subscriptions any consumer may get it then."""
+        if (
+            self._retry_consumer is not None
+            and isinstance(message, Message)
+            and message.message_id.topic == self._retry_topic
+        ):
+            self._retry_consumer.negative_acknowledge(message)
+            return
+        self._run_ack(self._nack_plan(message))
+
+    def reconsume_later(self, message: Message, delay: Duration) -> None:
+        """Pulsar's reconsumeLater: acknowledge ``message`` and send a copy to the
+        retry-letter topic, delivered to this subscription again after
+        ``delay`` (properties RECONSUMETIMES, REAL_TOPIC, ORIGIN_MESSAGE_ID,
+        DELAY_TIME added). Past ``max_redeliver_count`` reconsumptions the
+        copy goes to the dead-letter topic instead. Both happen in one txnq
+        transaction: never lost, never twice. Needs ``retry_enable=True``."""
+        if self._retry_parent is not None:
+            self._retry_parent.reconsume_later(message, delay)
+            return
+        self._check_usable()
+        if self._retry_topic is None:
+            raise errors.InvalidArgumentError(
+                "reconsume_later needs a consumer subscribed with retry_enable=True"
+            )
+        if not isinstance(message, Message):
+            raise errors.InvalidArgumentError(
+                f"reconsume_later takes a received Message, not {type(message).__name__}"
+            )
+        seconds = parse_duration(delay, what="delay")
+        owner = self
+        if message.message_id.topic == self._retry_topic:
+            assert self._retry_consumer is not None
+            owner = self._retry_consumer
+        else:
+            self._check_message_topic(message.message_id)
+        letter = reconsumption(
+            message,
+            seconds,
+            topic=self.topic,
+            subscription=self.subscription,
+            retry_topic=self._retry_topic,
+            policy=self._dead_letter_policy,
+        )
+        target = letter.topic
+        producer = self._letter_producers.get(target)
+        if producer is None:
+            producer = self._client.producer(target)
+            self._letter_producers[target] = producer
+        with self._client.new_transaction() as txn:
+            producer.send(
+                message.value,
+                key=message.key_bytes,
+                properties=letter.properties,
+                event_time=message.event_time,
+                txn=txn,
+                deliver_after=letter.deliver_after,
+            )
+            owner.acknowledge(message, txn=txn)
+
+    def process(
+        self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
+    ) -> Iterator[Message]:
+        """Exactly-once processing: ``for msg in consumer.process(conn): ...``
+        commits each batch's acks in one PostgreSQL transaction with what the
+        loop body wrote on ``conn``; see :func:`txnq.transaction.attached_sync.process`."""
+        self._check_process()
+        return process(self, connection, batch_size=batch_size, idle_timeout=idle_timeout)
+
+    # -- seeking and unsubscribing -----------------------------------------
+
+    def seek(self, target: MessageId | int | datetime | str, partition: int | None = None) -> None:
+        """Move the subscription so that the next message delivered is ``target``:
+        a MessageId (its partition), an offset (on ``partition``, or on every
+        partition), a publish time (datetime), or "earliest"/"latest".
+        Individually acknowledged messages after the position are delivered again."""
+        self._run_ack(self._seek_plan(target, partition))
+        self._wake_fetcher()
+
+    def unsubscribe(self) -> None:
+        """Delete the subscription (refused while other consumers are connected), then close."""
+        self._run_ack(self._unsubscribe_plan())
+        self.close()
+
+    # -- life cycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Leave the subscription: unacknowledged messages go to the next consumer."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            if self._retry_parent is None:
+                self._queue.clear()  # redelivered to the next consumer, never handed out here
+            self._cond.notify_all()
+        self._wake_fetcher()
+        self._thread.join(timeout=self._poll_interval + 5)
+        retry_consumer = getattr(self, "_retry_consumer", None)
+        if retry_consumer is not None:
+            retry_consumer.close()
+        for producer in getattr(self, "_letter_producers", {}).values():
+            producer.close()
+        self._run_ack(self._leave_plan())
+        self._ack_proxy.close()
+        self._fetch_conn.close()
+        self._client._forget(self)
+
+    def __enter__(self) -> Consumer:
+        self._check_usable()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the sync face's I/O --------------------------------------------------
+
+    def _fetch_thread(self) -> None:
+        try:
+            run(self._run_plan(), self._fetch_io)
+        except BaseException as exc:  # the plan stops on its own errors: this is the rest
+            self._fetch_failed(exc)
+
+    def _run_ack(self, plan: Plan[T]) -> T:
+        """Run a plan on the caller-side (ack) connection, one at a time."""
+        with self._ack_lock:
+            return run(plan, self._ack_io)
+
+    def _ack_connection(self) -> Any:
+        """The ack connection; checked out anew when it was invalidated (a lost
+        connection) and an earlier reconnect failed, e.g. while PostgreSQL
+        restarted. A server still away raises ServerUnavailableError, and the
+        next call tries again: the consumer stays usable (found by the chaos
+        copier, whose consumers failed with AttributeError after a restart)."""
+        conn = self._ack_proxy.driver_connection
+        if conn is None:
+            # ServerUnavailableError ("the call changed nothing: retry it") while
+            # the server is away.
+            self._ack_proxy = self._client.checkout()
+            conn = self._ack_proxy.driver_connection
+        return conn
+
+    def _give_back(self, refused: dict[int, tuple[list[int], list[int]]]) -> None:
+        self._run_ack(self._delivery.give_back_plan(refused))
+
+    def _ack_reconnect(self) -> None:
+        self._ack_proxy.invalidate()
+        self._ack_connection()
+
+    def _wake_fetcher(self) -> None:
+        try:
+            with self._ack_lock:
+                self._ack_connection().execute("SELECT pg_notify(%s, '')", (self._channel,))
+        except (psycopg.Error, errors.ServerUnavailableError):
+            pass  # the fetch thread polls anyway
+
+    def _reopen_fetch_conn(self) -> None:
+        self._fetch_conn.close()
+        self._fetch_conn = connect(self._client.dsn, application_name=f"txnq-consumer-{self.name}")
+        self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+
+    def _listen(self, timeout: float) -> None:
+        for _ in self._fetch_conn.notifies(timeout=timeout, stop_after=1):
+            pass
+
+    def _wait_room(self, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait(timeout)

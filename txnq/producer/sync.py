@@ -1,0 +1,339 @@
+"""The sync face of the producer: ``txnq.Producer`` (``client.producer()``).
+A flush thread writes the pending batches; the decisions (routing, batching,
+the append and its retries) are in :mod:`txnq.producer.base`."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from txnq import errors
+from txnq.database.plans import SyncIO, run
+from txnq.durations import Duration, Size
+from txnq.failpoints import raise_if_armed
+from txnq.messages import MessageId
+from txnq.producer.base import ProducerBase, message_columns
+from txnq.transaction.base import TransactionBase
+from txnq.transaction.pending import PendingSend, SendCallback
+from txnq.transaction.protocol import OutgoingMessage, SyncTransaction
+from txnq.transaction.sync import checked_transaction
+
+if TYPE_CHECKING:
+    from txnq.client.sync import Client
+    from txnq.transaction.attached_sync import AttachedTransaction
+    from txnq.transaction.sync import Transaction
+
+
+class Producer(ProducerBase):
+    """Sends messages to one topic. Create with ``client.producer(topic, name=...)``.
+
+    Options: ``batching_max_messages`` (1000), ``batching_max_bytes`` ("128KiB"),
+    ``batching_max_delay`` ("5ms"; how long a batch waits to fill),
+    ``max_pending_messages`` (100000; ``send_async`` blocks when reached, up to
+    ``send_timeout``), ``send_timeout`` ("30s"; how long a batch is retried while
+    PostgreSQL is unreachable), ``routing_mode`` ("key_hash" or "round_robin"),
+    ``encoding`` (for ``str`` payloads, "utf-8").
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        topic: str,
+        name: str | None = None,
+        *,
+        batching_max_messages: int = 1000,
+        batching_max_bytes: Size = 128 * 1024,
+        batching_max_delay: Duration = "5ms",
+        max_pending_messages: int = 100_000,
+        send_timeout: Duration = "30s",
+        routing_mode: str = "key_hash",
+        encoding: str = "utf-8",
+        transactional_id: str | None = None,
+    ) -> None:
+        self._client = client
+        transactional_id = self._configure(
+            client.settings,
+            client.admin.get_topic(topic),
+            name,
+            batching_max_messages=batching_max_messages,
+            batching_max_bytes=batching_max_bytes,
+            batching_max_delay=batching_max_delay,
+            max_pending_messages=max_pending_messages,
+            send_timeout=send_timeout,
+            routing_mode=routing_mode,
+            encoding=encoding,
+            transactional_id=transactional_id,
+        )
+        self._proxy: Any = client.checkout()
+        self._io_lock = threading.Lock()  # one append at a time on the connection, in order
+        self._cond = threading.Condition()  # guards the pending batches
+        self._io = SyncIO(lambda: self._proxy.driver_connection, self._reconnect)
+        if transactional_id is not None:
+            epoch = client._transactional_epoch(transactional_id)
+            self._transactional = (transactional_id, epoch)
+        try:
+            run(self._register_plan(), self._io)
+        except BaseException:
+            self._proxy.close()
+            raise
+        self._flusher = threading.Thread(
+            target=self._flush_loop, name=f"txnq-producer-{self.name}", daemon=True
+        )
+        self._flusher.start()
+
+    # -- public API ---------------------------------------------------------
+
+    def send(
+        self,
+        value: object,
+        *,
+        key: str | bytes | None = None,
+        properties: dict[str, str] | None = None,
+        event_time: datetime | float | None = None,
+        partition: int | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
+        deliver_after: Duration | None = None,
+        deliver_at: datetime | None = None,
+    ) -> MessageId:
+        """Send one message and wait until it is written; returns its MessageId.
+
+        Messages queued by ``send_async`` for the same partition go in the same
+        entry, ahead of this one. With ``txn``, the message is part of that
+        transaction: read_committed consumers see it once the transaction commits.
+        ``deliver_after`` (a duration) or ``deliver_at`` (a datetime) delays its
+        delivery on shared and key_shared subscriptions (exclusive and failover
+        ones deliver it in log order at once, as Pulsar does); a delayed message
+        is its own entry (docs/subscriptions.md).
+        """
+        joined = self._joined(txn)
+        message = self._outgoing(
+            value, key, properties, event_time, partition, None, deliver_after, deliver_at
+        )
+        if joined is not None:
+            return joined._send(self, message)
+        return self._write_now(message, None)
+
+    def send_async(
+        self,
+        value: object,
+        *,
+        key: str | bytes | None = None,
+        properties: dict[str, str] | None = None,
+        event_time: datetime | float | None = None,
+        partition: int | None = None,
+        callback: SendCallback | None = None,
+        txn: Transaction | AttachedTransaction | None = None,
+        deliver_after: Duration | None = None,
+        deliver_at: datetime | None = None,
+    ) -> PendingSend:
+        """Queue one message; it is written within ``batching_max_delay`` or when
+        its batch is full. ``callback(exception, message_id)`` runs once written.
+        With ``txn``, ``txn.commit()`` flushes it first. A delayed message
+        (``deliver_after`` / ``deliver_at``, see ``send``) is not batched: it is
+        written before this returns."""
+        joined = self._joined(txn)
+        message = self._outgoing(
+            value, key, properties, event_time, partition, callback, deliver_after, deliver_at
+        )
+        if joined is not None:
+            return joined._send_async(self, message)
+        return self._write_queued(message, None)
+
+    # -- what a transaction calls back (txnq.transaction.protocol) ----------
+
+    def _joined(self, txn: object) -> SyncTransaction | None:
+        """The transaction a send names, checked (a sync one of this database)."""
+        if txn is None:
+            return None
+        joined = checked_transaction(txn, self._client)
+        self._check_usable()
+        return joined
+
+    def _write_now(self, message: OutgoingMessage, txn: TransactionBase | None) -> MessageId:
+        """Write one message and wait (``send``), in ``txn`` if given."""
+        if message.deliver_at is not None:
+            return self._send_delayed(message, txn)
+        key_bytes, partition = message.key, message.partition
+        with self._io_lock:
+            with self._cond:
+                self._check_usable()
+                target = self._routed(key_bytes, partition)
+                direct = target not in self._batches and not self._sealed.get(target)
+                if direct:
+                    self._advance_round_robin(key_bytes, partition)
+            if direct:
+                # Nothing queued for this partition: write this message as its own
+                # entry now. Holding the I/O lock keeps the partition's order.
+                offset = run(self._append_plan(target, *message_columns(message), txn), self._io)
+                return MessageId(self.topic, target, offset, 0)
+        pending = self._enqueue(message, txn)
+        self._flush_partition(pending._partition)
+        return pending.result(self._result_timeout)
+
+    def _write_queued(self, message: OutgoingMessage, txn: TransactionBase | None) -> PendingSend:
+        """Queue one message (``send_async``), in ``txn`` if given; a delayed one is written now."""
+        if message.deliver_at is None:
+            return self._enqueue(message, txn)
+        try:
+            message_id = self._send_delayed(message, txn)
+        except errors.TxnqError as exc:
+            self._delayed_failed(message, exc)
+            raise
+        return self._delayed_written(message, message_id)
+
+    def _route_staged(self, message: OutgoingMessage) -> int:
+        """The partition of a message an application transaction stages."""
+        with self._cond:
+            self._check_usable()
+            target = self._routed(message.key, message.partition)
+            self._advance_round_robin(message.key, message.partition)
+        return target
+
+    # -- internals ----------------------------------------------------------
+
+    def _send_delayed(self, message: OutgoingMessage, txn: TransactionBase | None) -> MessageId:
+        """Write a delayed message as its own entry, after what is queued for its partition."""
+        with self._cond:
+            self._check_usable()
+            target = self._routed(message.key, message.partition)
+            self._advance_round_robin(message.key, message.partition)
+        self._flush_partition(target)
+        with self._io_lock:
+            offset = run(
+                self._append_plan(target, *message_columns(message), txn, message.deliver_at),
+                self._io,
+            )
+        return MessageId(self.topic, target, offset, 0)
+
+    def _routed(self, key: bytes | None, partition: int | None) -> int:
+        """The partition of a message (caller holds _cond), following added partitions."""
+        if self._needs_refresh(partition):
+            with self._client._io() as io:
+                run(self._refresh_partitions_plan(), io)
+        return self._route(key, partition)
+
+    def _enqueue(self, message: OutgoingMessage, txn: TransactionBase | None) -> PendingSend:
+        deadline = time.monotonic() + self._send_timeout
+        with self._cond:
+            self._check_usable()
+            target = self._routed(message.key, message.partition)
+            while self._pending >= self._max_pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.TimeoutError(
+                        f"the producer's pending queue is full ({self._max_pending} messages) "
+                        "and did not drain in time: PostgreSQL may be unreachable"
+                    )
+                self._cond.wait(remaining)
+                self._check_usable()
+            pending, wake = self._add(target, message, txn)
+            if wake:
+                self._cond.notify_all()
+        return pending
+
+    def flush(self) -> None:
+        """Write every queued message and wait until all sent so far are written.
+
+        Raises the first error of a batch written since the previous flush()
+        (each of its messages' PendingSend and callback has it too), so a
+        failed ``send_async`` is never silent, as Pulsar's flush. Messages sent
+        in a transaction report theirs through ``txn.commit()`` instead.
+        """
+        self._check_usable()
+        for partition in range(self._partitions):
+            self._flush_partition(partition)
+        with self._cond:
+            futures = list(self._last_futures.values())
+        for future in futures:
+            future.exception(self._result_timeout)
+        self._check_usable()
+        with self._cond:
+            self._raise_unreported()
+
+    def close(self) -> None:
+        """Flush and release the connection. Safe to call twice."""
+        if self._closed:
+            return
+        try:
+            if self._failure is None:
+                self.flush()
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            self._flusher.join(timeout=5)
+            with self._io_lock:
+                self._proxy.close()
+            self._client._forget(self)
+
+    def __enter__(self) -> Producer:
+        self._check_usable()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _flush_loop(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    if self._closed:
+                        return
+                    ready, wait = self._ready_partitions()
+                    if not ready:
+                        self._cond.wait(wait)
+                        continue
+                raise_if_armed("producer_flush")
+                for partition in ready:
+                    self._flush_partition(partition)
+        except BaseException as exc:
+            # The thread ends here: without this, send_async would queue for
+            # good and flush() wait for batches nobody writes.
+            with self._cond:
+                self._stopped(exc, [])
+                self._cond.notify_all()
+
+    def _flush_partition(self, partition: int) -> None:
+        """Write the partition's sealed batches and its open batch, in order."""
+        with self._io_lock:
+            with self._cond:
+                batches = self._take(partition)
+            for index, batch in enumerate(batches):
+                try:
+                    run(self._write_plan(partition, batch), self._io)
+                except BaseException as exc:
+                    with self._cond:
+                        failure = self._write_failed(exc, batches, index)
+                    raise failure from exc
+                finally:
+                    with self._cond:
+                        self._pending -= len(batch.payloads)
+                        self._cond.notify_all()
+                self._run_callbacks(partition, batch)
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self._proxy.invalidate()
+        try:
+            self._proxy = self._client.checkout()
+        except Exception:
+            self._proxy = _Disconnected()
+
+
+class _Disconnected:
+    """Stands in for a connection while PostgreSQL cannot be reached."""
+
+    @property
+    def driver_connection(self) -> Any:
+        raise psycopg.OperationalError("not connected")
+
+    def invalidate(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

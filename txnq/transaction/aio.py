@@ -1,0 +1,108 @@
+"""The asyncio face of client transactions: ``txnq.aio.Transaction``
+(``await client.new_transaction()``). It runs the plans of
+:class:`~txnq.transaction.base.TransactionBase` on the asyncio client's
+connections under an ``asyncio.Lock``; the decisions are all in the base."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg
+
+from txnq import errors
+from txnq.database.plans import Plan, arun
+from txnq.messages import MessageId
+from txnq.transaction.attached_aio import AttachedTransaction
+from txnq.transaction.base import FACE_HINTS, TransactionBase, TxnId, refuse_transaction
+from txnq.transaction.pending import PendingSend
+from txnq.transaction.protocol import AsyncTransaction, OutgoingMessage
+
+if TYPE_CHECKING:
+    from txnq.client.aio import Client
+    from txnq.consumer.aio import Consumer
+    from txnq.producer.aio import Producer
+
+T = TypeVar("T")
+
+
+def checked_transaction(txn: object, client: Any) -> AsyncTransaction:
+    """``txn`` as given to an asyncio producer's send or consumer's ack: an
+    asyncio client or application transaction (of ``client``'s database)."""
+    if not isinstance(txn, Transaction | AttachedTransaction):
+        refuse_transaction(txn, FACE_HINTS["asyncio"])
+    txn._check_client(client)
+    return txn
+
+
+class Transaction(TransactionBase):
+    """An open transaction of the asyncio client: ``await txn.commit()``,
+    ``await txn.abort()``, or ``async with client.new_transaction() as txn``
+    (see ``txnq.Transaction``)."""
+
+    _client: Client
+    _face = "asyncio"
+
+    def __init__(self, client: Client, txn_id: TxnId, timeout: float, timeout_at: datetime) -> None:
+        super().__init__(client, txn_id, timeout, timeout_at)
+        self._lock = asyncio.Lock()
+
+    async def commit(self, *, wait: bool = True) -> None:
+        """Commit: flush this transaction's queued sends, write the decision and
+        (``wait=True``) run the marker phase (see ``txnq.Transaction.commit``)."""
+        async with self._lock:
+            self._check_commit(wait)
+            for producer in list(self._producers):
+                with contextlib.suppress(errors.TxnqError):
+                    await producer.flush()
+            await self._run(self._commit_plan(wait=wait))
+
+    async def abort(self) -> None:
+        """Abort: its messages are never delivered, its acks are released."""
+        async with self._lock:
+            if self._aborted_already():
+                return
+            await self._run(self._end_plan(commit=False, wait=True))
+
+    async def __aenter__(self) -> Transaction:
+        self._check_open()
+        return self
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._state != "OPEN":
+            return
+        if exc_type is None:
+            await self.commit()
+        else:
+            with contextlib.suppress(errors.TxnqError, psycopg.Error):
+                await self.abort()
+
+    # -- the transaction protocol (txnq.transaction.protocol) ----------------
+
+    async def _send(self, producer: Producer, message: OutgoingMessage) -> MessageId:
+        await self._join_producer(producer)
+        return await producer._write_now(message, self)
+
+    async def _send_async(self, producer: Producer, message: OutgoingMessage) -> PendingSend:
+        await self._join_producer(producer)
+        return await producer._write_queued(message, self)
+
+    async def _acknowledge(self, consumer: Consumer, items: list[object]) -> None:
+        await consumer._run_ack(consumer._acknowledge_plan(items, self))
+
+    async def _acknowledge_cumulative(
+        self, consumer: Consumer, message_id: MessageId, size: int | None
+    ) -> None:
+        await consumer._run_ack(consumer._cumulative_plan(message_id, size, self))
+
+    # -- used by producers --------------------------------------------------
+
+    async def _join_producer(self, producer: Producer) -> None:
+        async with self._lock:
+            await self._run(self._join_producer_plan(producer))
+
+    async def _run(self, plan: Plan[T]) -> T:
+        async with self._client._io() as io:
+            return await arun(plan, io)
