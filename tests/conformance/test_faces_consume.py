@@ -172,14 +172,6 @@ def test_seek_moves_the_subscription(client: Any, topic: Any, subscription_type:
 
 
 @pytest.mark.parametrize("subscription_type", EACH_PATH)
-@pytest.mark.xfail(
-    strict=False,
-    reason="bug, both faces, racy: after unsubscribe() the fetch thread or task may run a "
-    "round before close() and fail with SubscriptionNotFoundError, which later calls raise "
-    "instead of ClosedError (ConsumerBase._run_plan records any TxnqError as the failure and "
-    "_check_usable raises the failure before ClosedError; each face's unsubscribe() runs "
-    "unsubscribe, then close)",
-)
 def test_unsubscribe_deletes_the_subscription_and_closes(
     client: Any, topic: Any, subscription_type: str
 ) -> None:

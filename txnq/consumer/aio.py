@@ -82,15 +82,15 @@ class Consumer(ConsumerBase):
     ) -> Consumer:
         client._check_open()
         given = checked_options(CONSUMER_OPTIONS, options, "subscribe")
-        if given["retry_enable"]:
-            raise errors.InvalidArgumentError(
-                "retry_enable (reconsume_later) is in the sync client only: subscribe with "
-                "txnq.Client, or nack with a negative_ack_backoff here"
-            )
         self = cls()
         self._client = client
         info = await client.admin.get_topic(topic)
         self._configure(client.settings, info, subscription, subscription_type, **given)
+        if given["retry_enable"]:  # after the checks both faces share, so they answer alike
+            raise errors.InvalidArgumentError(
+                "retry_enable (reconsume_later) is in the sync client only: subscribe with "
+                "txnq.Client, or nack with a negative_ack_backoff here"
+            )
         dlq = self._dead_letter_topic()
         if dlq is not None:
             self._dead_letter_topic_id = await asyncio.to_thread(

@@ -200,6 +200,7 @@ class ConsumerBase(ConsumerSession):
         self._txn_partitions: dict[TxnId, set[int]] = {}
         self._closed = False
         self._failure: errors.TxnqError | None = None
+        self._unsubscribing = False
         self._heartbeat_due = 0.0
         # Until when (monotonic) the lease surely holds -- the send time of
         # the last successful heartbeat plus the lease, never later than the
@@ -481,16 +482,25 @@ class ConsumerBase(ConsumerSession):
 
     def _unsubscribe_plan(self) -> Plan[None]:
         self._check_usable()
-        yield from retried_once(
-            Call(
-                "unsubscribe",
-                {
-                    "subscription_id": self.subscription_id,
-                    "except_consumer_id": self.consumer_id,
-                    "force": False,
-                },
+        with self._cond:
+            # The fetch loop may meet the deleted subscription before close():
+            # that is this call's doing, not a failure to report.
+            self._unsubscribing = True
+        try:
+            yield from retried_once(
+                Call(
+                    "unsubscribe",
+                    {
+                        "subscription_id": self.subscription_id,
+                        "except_consumer_id": self.consumer_id,
+                        "force": False,
+                    },
+                )
             )
-        )
+        except BaseException:
+            with self._cond:
+                self._unsubscribing = False
+            raise
 
     def _leave_plan(self) -> Plan[None]:
         """Release what this consumer holds and unregister it (best effort)."""

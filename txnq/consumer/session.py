@@ -42,6 +42,7 @@ class ConsumerSession(abc.ABC):
     _queue_size: int
     _closed: bool
     _failure: errors.TxnqError | None
+    _unsubscribing: bool
     _heartbeat_due: float
     _lease: float
     _lease_holds_until: float
@@ -116,9 +117,18 @@ class ConsumerSession(abc.ABC):
                     yield from self._wait_for_data_plan()
             except errors.TxnqError as exc:
                 with self._cond:
-                    self._failure = exc
-                    self._cond.notify_all()
-                return
+                    own_unsubscribe = self._unsubscribing and isinstance(
+                        exc, errors.SubscriptionNotFoundError
+                    )
+                    if not own_unsubscribe:
+                        self._failure = exc
+                        self._cond.notify_all()
+                if not own_unsubscribe:
+                    return
+                # This consumer's own unsubscribe() deleted the subscription:
+                # its close() ends the loop; a failed unsubscribe clears the
+                # flag and the next round reports whatever is wrong.
+                yield Sleep(self._poll_interval)
             except psycopg.OperationalError:
                 yield from self._reconnect_fetch_plan()
             except Exception as exc:

@@ -49,12 +49,11 @@ class Producer(ProducerBase):
         cls, client: Client, topic: str, name: str | None, options: dict[str, Any]
     ) -> Producer:
         client._check_open()
+        given = checked_options(PRODUCER_OPTIONS, options, "producer")  # before the lookup, as sync
         self = cls()
         self._client = client
         info = await client.admin.get_topic(topic)
-        transactional_id = self._configure(
-            client.settings, info, name, **checked_options(PRODUCER_OPTIONS, options, "producer")
-        )
+        transactional_id = self._configure(client.settings, info, name, **given)
         self._conn = None
         self._io = AsyncIO(self._connection, self._reconnect)
         self._io_lock = asyncio.Lock()  # one append at a time, in order
