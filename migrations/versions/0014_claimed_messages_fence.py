@@ -2,7 +2,7 @@
 hash or merge join on PostgreSQL 18 too: its unnested messages sit behind an
 OFFSET 0 fence with the batch index as a plain column. Without it PostgreSQL
 18 joined the claims to the entries first and then compared every claim with
-every message of the entry (tests/test_shared_plans.py). Same signature,
+every message of the entry (tests/sql_api/test_shared_plans.py). Same signature,
 result and behaviour.
 
 Revision ID: 0014

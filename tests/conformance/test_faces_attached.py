@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from faces import FAST
-from helpers import assert_nothing_more, receive_messages, sql_value
 
+from tests.helpers import assert_nothing_more, receive_messages, sql_value
 from txnq import errors
 
 

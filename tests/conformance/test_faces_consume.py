@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from faces import FAST, drift
-from helpers import assert_nothing_more, receive_messages, wait_until
 
 import txnq
+from tests.helpers import assert_nothing_more, receive_messages, wait_until
 from txnq import MessageId, errors
 
 SUBSCRIPTION_TYPES = ["exclusive", "failover", "shared", "key_shared"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from faces import FAST
-from helpers import assert_nothing_more, receive_messages
 
+from tests.helpers import assert_nothing_more, receive_messages
 from txnq import MessageId, errors
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from faces import FAST
-from helpers import assert_nothing_more, receive_messages
 
+from tests.helpers import assert_nothing_more, receive_messages
 from txnq import errors
 
 

@@ -1,7 +1,7 @@
 """The txnq schema described with SQLAlchemy Core: Alembic's target metadata.
 
 The DDL itself lives in ``migrations/sql/<revision>/schema/*.sql`` and is applied by the Alembic
-revisions; ``tests/test_migrations.py`` diffs a migrated database against
+revisions; ``tests/sql_api/test_migrations.py`` diffs a migrated database against
 this metadata, so the two cannot drift apart.
 """
 
