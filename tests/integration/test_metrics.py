@@ -208,7 +208,7 @@ def test_lifecycle_runs_are_counted_by_job(dsn: str) -> None:
 
 def test_an_unreadable_database_leaves_the_database_metrics_out(pg_server_dsn: str) -> None:
     # A database that does not exist: the endpoint serves, says so, and counts it.
-    from conftest import dsn_for_database
+    from tests.conftest import dsn_for_database
 
     missing = dsn_for_database(pg_server_dsn, "txnq_metrics_no_such_database")
     with MetricsServer(missing, port=0) as metrics:

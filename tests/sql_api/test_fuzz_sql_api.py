@@ -51,11 +51,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import _drop_database, dsn_for_database
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
+from tests.conftest import _drop_database, dsn_for_database
 from tests.fuzz_support import fingerprint_columns
 
 #: Examples per function: a base, and more for each argument (a bad value is

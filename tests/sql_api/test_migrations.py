@@ -88,7 +88,7 @@ def test_downgrade_then_upgrade_rebuilds_the_schema(dsn: str) -> None:
 
 
 def test_client_refuses_a_database_without_the_schema(pg_server_dsn: str) -> None:
-    from conftest import dsn_for_database
+    from tests.conftest import dsn_for_database
 
     with psycopg.connect(pg_server_dsn, autocommit=True) as admin:
         admin.execute("DROP DATABASE IF EXISTS txnq_unmigrated")

@@ -14,10 +14,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import _drop_database, dsn_for_database
 from psycopg import sql as psycopg_sql
 
 import txnq
+from tests.conftest import _drop_database, dsn_for_database
 from tests.fuzz_support import fingerprint
 from tests.helpers import receive_messages, sql, sql_value
 from txnq import errors

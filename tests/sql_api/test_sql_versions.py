@@ -32,9 +32,9 @@ import psycopg
 import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
-from conftest import dsn_for_database
 from psycopg import sql as pgsql
 
+from tests.conftest import dsn_for_database
 from txnq.database import migrate
 from txnq.database.connections import create_engine_for
 
