@@ -100,6 +100,30 @@ def partition_for_key(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
+def append_arguments(
+    topic_id: int,
+    partition: int,
+    producer: tuple[int, int, int],
+    columns: tuple[list[bytes], list[bytes | None], list[str | None], list[datetime | None]],
+    txn: tuple[int, int] | None,
+) -> tuple[Any, ...]:
+    """The arguments of ``append_positional`` (append_v4) for one entry:
+    ``producer`` is (producer id, epoch, first sequence), ``columns`` the
+    messages' payloads, keys, properties and event times (a column with
+    nothing in it goes as NULL), ``txn`` the transaction's (tc_id, seq)."""
+    payloads, keys, properties, event_times = columns
+    return (
+        topic_id,
+        partition,
+        *producer,
+        payloads,
+        keys if any(k is not None for k in keys) else None,
+        properties if any(properties) else None,
+        event_times if any(event_times) else None,
+        *(txn or (None, None)),
+    )
+
+
 class EntryBatch:
     """Messages for one partition that will become one entry."""
 
@@ -426,18 +450,12 @@ class ProducerBase:
         if self._failure is not None:
             raise self._failure
         first_sequence = self._next_sequence.get(partition, 0)
-        params: tuple[Any, ...] = (
+        params = append_arguments(
             self._topic.topic_id,
             partition,
-            self._producer_id,
-            self._epoch,
-            first_sequence,
-            payloads,
-            keys if any(k is not None for k in keys) else None,
-            properties if any(properties) else None,
-            event_times if any(event_times) else None,
-            None if txn is None else txn.txn_id.tc_id,
-            None if txn is None else txn.txn_id.seq,
+            (self._producer_id, self._epoch, first_sequence),
+            (payloads, keys, properties, event_times),
+            None if txn is None else (txn.txn_id.tc_id, txn.txn_id.seq),
         )
         query = "append_positional"
         if deliver_at is not None:

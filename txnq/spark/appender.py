@@ -22,6 +22,7 @@ from txnq.database.connections import translate
 from txnq.database.queries import QUERIES
 from txnq.messages import check_event_time, encode_key, encode_payload, encode_properties
 from txnq.producer import partition_for_key
+from txnq.producer.base import append_arguments
 
 BATCH_MESSAGES = 500
 
@@ -95,18 +96,12 @@ class TxnAppender:
         first_sequence = self._next_sequence[partition]
         self._call(
             "append_positional",
-            (
+            append_arguments(
                 self._topic_id,
                 partition,
-                self._producer_id,
-                self._epoch,
-                first_sequence,
-                payloads,
-                keys if any(k is not None for k in keys) else None,
-                properties if any(properties) else None,
-                event_times if any(event_times) else None,
-                self._txn[0],
-                self._txn[1],
+                (self._producer_id, self._epoch, first_sequence),
+                (payloads, keys, properties, event_times),
+                self._txn,
             ),
         )
         self._next_sequence[partition] = first_sequence + len(buffer)
