@@ -38,9 +38,7 @@ FACE_SPECIFIC = {
 }
 
 #: Drift: public members one face (the value) lacks though it should have them.
-MISSING = {
-    ("Consumer", "reconsume_later"): "aio",
-}
+MISSING: dict[tuple[str, str], str] = {}
 
 
 def members(cls: type) -> set[str]:
@@ -77,11 +75,6 @@ def test_each_face_has_the_other_faces_public_methods(sync_class: type, aio_clas
     assert unexplained == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="drift: aio.Consumer has no reconsume_later (and aio subscribe refuses "
-    "retry_enable); the sync face's lives in txnq/consumer.py Consumer.reconsume_later",
-)
 def test_no_public_method_is_missing_from_a_face() -> None:
     assert MISSING == {}
 

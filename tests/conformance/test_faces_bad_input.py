@@ -53,6 +53,9 @@ def build_world(face: Any, dsn: str) -> SimpleNamespace:
     w.small_producer = client.producer("small", name="p-small")
     w.exclusive = client.subscribe("orders", "excl", consumer_name="c-excl", **FAST)
     w.shared = client.subscribe("orders", "shr", "shared", consumer_name="c-shr", **FAST)
+    w.retrying = client.subscribe(
+        "orders", "rtr", "shared", consumer_name="c-rtr", retry_enable=True, **FAST
+    )
     w.txn = client.new_transaction(timeout="10m")
     w.ended = client.new_transaction()
     w.ended.commit()
@@ -411,6 +414,24 @@ CONSUMER_CASES = [
     case("nack-message-id", Invalid, lambda w: w.exclusive.negative_acknowledge(VALID_ID)),
     case("nack-other-topic", Invalid, lambda w: w.exclusive.negative_acknowledge(OTHER_MESSAGE)),
     case("nack-shared-message-id", Invalid, lambda w: w.shared.negative_acknowledge(VALID_ID)),
+    case("reconsume-on-exclusive", Invalid, lambda w: w.exclusive.reconsume_later(MESSAGE, 1)),
+    case(
+        "reconsume-without-retry-enable",
+        Invalid,
+        lambda w: w.shared.reconsume_later(MESSAGE, 1),
+    ),
+    case("reconsume-message-id", Invalid, lambda w: w.retrying.reconsume_later(VALID_ID, 1)),
+    case(
+        "reconsume-other-topic",
+        Invalid,
+        lambda w: w.retrying.reconsume_later(OTHER_MESSAGE, 1),
+    ),
+    case("reconsume-delay-negative", Invalid, lambda w: w.retrying.reconsume_later(MESSAGE, -1)),
+    case(
+        "reconsume-delay-nan",
+        Invalid,
+        lambda w: w.retrying.reconsume_later(MESSAGE, float("nan")),
+    ),
     case("seek-text", Invalid, lambda w: w.exclusive.seek("middle")),
     case("seek-negative", Invalid, lambda w: w.exclusive.seek(-1)),
     case("seek-float", Invalid, lambda w: w.exclusive.seek(1.5)),
@@ -441,6 +462,7 @@ CONSUMER_CASES = [
     ),
     case("closed-nack", Closed, lambda w: w.closed_consumer.negative_acknowledge(MESSAGE)),
     case("closed-seek", Closed, lambda w: w.closed_consumer.seek("earliest")),
+    case("closed-reconsume", Closed, lambda w: w.closed_consumer.reconsume_later(MESSAGE, 1)),
     case("closed-unsubscribe", Closed, lambda w: w.closed_consumer.unsubscribe()),
     case("closed-process", Closed, lambda w: w.closed_consumer.process(w.conn)),
 ]

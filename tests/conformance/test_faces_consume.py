@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from faces import FAST, drift
+from faces import FAST
 
 import txnq
 from tests.helpers import assert_nothing_more, receive_messages, wait_until
@@ -293,11 +293,6 @@ def test_a_nack_backoff_grows_the_redelivery_delay(client: Any, topic: Any) -> N
     assert gaps[1] > gaps[0]
 
 
-@drift(
-    "aio",
-    "retry_enable / reconsume_later exist in the sync face only (aio subscribe refuses "
-    "retry_enable; aio.Consumer has no reconsume_later)",
-)
 def test_reconsume_later_goes_through_the_retry_topic(client: Any, topic: Any) -> None:
     topic("jobs")
     client.producer("jobs").send(b"retry me", key="k")
@@ -321,3 +316,33 @@ def test_reconsume_later_goes_through_the_retry_topic(client: Any, topic: Any) -
     assert_nothing_more(consumer, 0.5)
     dead = client.subscribe("jobs-w-DLQ", "inspect", initial_position="earliest", **FAST)
     assert [m.properties["RECONSUMETIMES"] for m in receive_messages(dead, 1)] == ["2"]
+
+
+def test_retry_letters_are_acknowledged_and_nacked_through_the_consumer_that_asked(
+    client: Any, topic: Any
+) -> None:
+    topic("jobs")
+    feed(client, "jobs", 2)
+    consumer = client.subscribe(
+        "jobs",
+        "w",
+        "shared",
+        initial_position="earliest",
+        retry_enable=True,
+        negative_ack_redelivery_delay="100ms",
+        **FAST,
+    )
+    first, second = sorted(receive_messages(consumer, 2), key=lambda m: m.value)
+    consumer.reconsume_later(first, 0)
+    (retried,) = receive_messages(consumer, 1, timeout=5)
+    assert (retried.message_id.topic, retried.value) == ("jobs-w-RETRY", b"m0")
+    assert retried.properties["DELAY_TIME"] == "0"
+    consumer.negative_acknowledge(retried)  # the retry-letter consumer's nack
+    (again,) = receive_messages(consumer, 1, timeout=5)
+    assert again.message_id == retried.message_id and again.redelivery_count == 1
+    consumer.acknowledge([again, second])  # one call: each goes to its own subscription
+    assert_nothing_more(consumer, 0.5)
+    consumer.close()
+
+    later = client.subscribe("jobs", "w", "shared", retry_enable=True, **FAST)
+    assert_nothing_more(later, 0.5)  # nothing left unacknowledged on either topic

@@ -311,7 +311,7 @@ def test_bad_input_gets_clear_errors_and_changes_nothing(
             with pytest.raises(errors.TopicNotFoundError):
                 await client.producer("missing")
             with pytest.raises(errors.InvalidArgumentError, match="retry_enable"):
-                await client.subscribe("in", "s", "shared", retry_enable=True)
+                await client.subscribe("in", "s", "exclusive", retry_enable=True)
             with pytest.raises(errors.InvalidArgumentError, match="AsyncConnection"):
                 await client.new_transaction(connection=object())
             with pytest.raises(errors.InvalidArgumentError, match="timeout"):

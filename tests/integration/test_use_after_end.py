@@ -478,6 +478,7 @@ def test_closed_asyncio_objects_refuse_every_call_and_write_nothing(
                 "acknowledge(attached)": lambda: consumer.acknowledge(first, txn=attached),
                 "acknowledge_cumulative": lambda: consumer.acknowledge_cumulative(first),
                 "negative_acknowledge": lambda: consumer.negative_acknowledge(first),
+                "reconsume_later": lambda: consumer.reconsume_later(first, "1s"),
                 "process": processed,
                 "seek": lambda: consumer.seek("earliest"),
                 "unsubscribe": consumer.unsubscribe,

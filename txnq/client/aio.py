@@ -167,8 +167,8 @@ class Client(ClientBase):
         subscription_type: str = "exclusive",
         **options: Any,
     ) -> _Opening[Consumer]:
-        """A consumer (options as ``txnq.Client.subscribe``; ``retry_enable`` is
-        for the sync client only): ``await`` it or use it in ``async with``."""
+        """A consumer (options as ``txnq.Client.subscribe``, ``retry_enable``
+        and ``reconsume_later`` included): ``await`` it or use it in ``async with``."""
         return _Opening(
             lambda: Consumer._open(self, topic, subscription, subscription_type, options)
         )

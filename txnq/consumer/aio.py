@@ -1,14 +1,14 @@
 """The asyncio face of the consumer: ``txnq.aio.Consumer``
 (``await client.subscribe()``). A task runs the session's loop on its own
-``AsyncConnection``; acks, nacks and seeks run on a second one. Everything
-decided is in :mod:`txnq.consumer.base` and below. (``retry_enable`` /
-``reconsume_later`` are the sync consumer's only.)"""
+``AsyncConnection``; acks, nacks and seeks run on a second one. The
+retry-letter topic of ``reconsume_later`` is read by a second consumer that
+delivers into this one's receive queue. Everything decided is in
+:mod:`txnq.consumer.retry_letters` and below."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import AsyncGenerator, Coroutine, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,8 +17,8 @@ import psycopg
 from psycopg import sql
 
 from txnq import errors
-from txnq.consumer.base import ConsumerBase
 from txnq.consumer.dead_letters import ensure_topic
+from txnq.consumer.retry_letters import RetryLettersBase
 from txnq.database.plans import AsyncIO, Plan, arun
 from txnq.durations import Duration
 from txnq.messages import Message, MessageId
@@ -56,10 +56,10 @@ class _Signal:
             await asyncio.wait_for(self.changed.wait(), timeout)
 
 
-class Consumer(ConsumerBase):
+class Consumer(RetryLettersBase):
     """Receives messages from one subscription; ``await client.subscribe(...)``.
-    The sync Consumer's subscription types and options (except
-    ``retry_enable`` / ``reconsume_later``), with ``await`` and ``async for``."""
+    The sync Consumer's subscription types, options and methods, with
+    ``await`` and ``async for``."""
 
     _client: Client
     _cond: _Signal
@@ -79,6 +79,7 @@ class Consumer(ConsumerBase):
         subscription: str,
         subscription_type: str,
         options: dict[str, Any],
+        _retry_parent: Consumer | None = None,
     ) -> Consumer:
         client._check_open()
         given = checked_options(CONSUMER_OPTIONS, options, "subscribe")
@@ -86,18 +87,14 @@ class Consumer(ConsumerBase):
         self._client = client
         info = await client.admin.get_topic(topic)
         self._configure(client.settings, info, subscription, subscription_type, **given)
-        if given["retry_enable"]:  # after the checks both faces share, so they answer alike
-            raise errors.InvalidArgumentError(
-                "retry_enable (reconsume_later) is in the sync client only: subscribe with "
-                "txnq.Client, or nack with a negative_ack_backoff here"
-            )
+        self._configure_retry(given["retry_enable"], _retry_parent, _Signal)
         dlq = self._dead_letter_topic()
         if dlq is not None:
             self._dead_letter_topic_id = await asyncio.to_thread(
                 ensure_topic, client.sync.admin, dlq
             )
-        self._cond = _Signal()
-        self._queue = deque()
+        if self._retry_topic is not None:
+            await asyncio.to_thread(ensure_topic, client.sync.admin, self._retry_topic)
         self._background = set()
         self._ack_lock = asyncio.Lock()
         self._ack_conn = None
@@ -117,7 +114,22 @@ class Consumer(ConsumerBase):
             raise
         self._task = asyncio.get_running_loop().create_task(arun(self._run_plan(), self._fetch_io))
         self._task.add_done_callback(self._fetch_task_done)
-        client._children.append(self)
+        if self._retry_topic is not None:
+            try:
+                retry_consumer = await cls._open(
+                    client,
+                    self._retry_topic,
+                    self.subscription,
+                    subscription_type,
+                    self._retry_consumer_options(),
+                    _retry_parent=self,
+                )
+            except BaseException:
+                await self.close()
+                raise
+            self._set_retry_consumer(retry_consumer)
+        if _retry_parent is None:  # the parent closes its retry consumer
+            client._children.append(self)
         return self
 
     # -- receiving ----------------------------------------------------------
@@ -162,11 +174,11 @@ class Consumer(ConsumerBase):
     ) -> None:
         """Acknowledge messages individually (see ``txnq.Consumer.acknowledge``);
         with an :class:`AttachedTransaction`, staged in the caller's transaction."""
-        items = self._ack_items(message)
-        if txn is None:
-            await self._run_ack(self._acknowledge_plan(items, None))
-        else:
-            await checked_transaction(txn, self._client)._acknowledge(self, items)
+        for owner, items in self._ack_owners(self._ack_items(message)):
+            if txn is None:
+                await owner._run_ack(owner._acknowledge_plan(items, None))
+            else:
+                await checked_transaction(txn, self._client)._acknowledge(owner, items)
 
     async def acknowledge_cumulative(
         self,
@@ -185,7 +197,21 @@ class Consumer(ConsumerBase):
 
     async def negative_acknowledge(self, message: Message) -> None:
         """Have the message delivered again later (see ``txnq.Consumer.negative_acknowledge``)."""
-        await self._run_ack(self._nack_plan(message))
+        owner = self._nack_owner(message)
+        await owner._run_ack(owner._nack_plan(message))
+
+    async def reconsume_later(self, message: Message, delay: Duration) -> None:
+        """Acknowledge ``message`` and send a copy to the retry-letter topic, in
+        one txnq transaction (see ``txnq.Consumer.reconsume_later``). Needs
+        ``retry_enable=True``."""
+        parent, owner, letter = self._reconsumption(message, delay)
+        producer = parent._letter_producers.get(letter.topic)
+        if producer is None:
+            producer = await self._client.producer(letter.topic)
+            parent._letter_producers[letter.topic] = producer
+        async with self._client.new_transaction() as txn:
+            await producer.send(message.value, txn=txn, **letter.send_options(message))
+            await owner.acknowledge(message, txn=txn)
 
     def process(
         self, connection: object, *, batch_size: int = 100, idle_timeout: Duration | None = None
@@ -211,11 +237,8 @@ class Consumer(ConsumerBase):
 
     async def close(self) -> None:
         """Leave the subscription: unacknowledged messages go to the next consumer."""
-        if self._closed:
+        if not self._start_closing():
             return
-        self._closed = True
-        self._queue.clear()  # redelivered to the next consumer, never handed out here
-        self._cond.notify_all()
         await self._notify_self()
         try:
             await asyncio.wait_for(asyncio.shield(self._task), self._poll_interval + 5)
@@ -225,6 +248,10 @@ class Consumer(ConsumerBase):
                 await self._task
         if self._background:  # give-backs and wake-ups still running
             await asyncio.gather(*self._background, return_exceptions=True)
+        if self._retry_consumer is not None:
+            await self._retry_consumer.close()
+        for producer in self._letter_producers.values():
+            await producer.close()
         await self._run_ack(self._leave_plan())
         if self._ack_conn is not None:
             await self._ack_conn.close()

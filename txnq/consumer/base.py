@@ -28,7 +28,8 @@ The package: this base (options, the receive queue, what every exchange with
 PostgreSQL has in common, as plans), the delivery strategy chosen at
 subscribe (``cursor_delivery`` for exclusive and failover, ``claim_delivery``
 for shared and key_shared, see ``delivery``), the ack tracker (``acks``), the
-redelivery policies (``dead_letters``), and the faces ``sync``
+redelivery policies (``dead_letters``), the retry-letter topic of
+``reconsume_later`` above this base (``retry_letters``), and the faces ``sync``
 (``txnq.Consumer``, a fetch thread) and ``aio`` (``txnq.aio.Consumer``, a
 fetch task).
 

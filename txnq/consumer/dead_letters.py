@@ -3,8 +3,9 @@
 (a message delivered too often goes to a dead-letter topic), and the
 retry-letter topic of ``consumer.reconsume_later`` (the decision of where a
 reconsumed message goes and with which properties: :func:`reconsumption`).
-The consumer's faces do the sending (the sync face: a producer from the
-client, through :class:`LetterClient`, in a txnq transaction)."""
+The consumer's faces do the sending (a producer from the client, through
+:class:`LetterClient`, in a txnq transaction); ``retry_letters`` decides the
+rest of ``reconsume_later``."""
 
 from __future__ import annotations
 
@@ -137,6 +138,16 @@ class Reconsumption(NamedTuple):
     properties: dict[str, str]
     deliver_after: float | None  # None: at once (a dead letter, or no delay)
 
+    def send_options(self, message: Message) -> dict[str, Any]:
+        """The ``producer.send`` options of the copy of ``message`` (whose
+        value is the payload): its key and event time, these properties."""
+        return {
+            "key": message.key_bytes,
+            "properties": self.properties,
+            "event_time": message.event_time,
+            "deliver_after": self.deliver_after,
+        }
+
 
 def reconsumption(
     message: Message,
@@ -167,9 +178,9 @@ def reconsumption(
 
 
 class LetterClient(Protocol):
-    """What the sync consumer needs of its client to send retry and dead
-    letters: a producer per letter topic and a transaction (so the consumer
-    package never imports the producer package)."""
+    """What a consumer needs of its client to send retry and dead letters: a
+    producer per letter topic and a transaction (so the consumer package never
+    imports the producer package). The asyncio client's return awaitables."""
 
     def producer(self, topic: str, name: str | None = None, **options: Any) -> Any: ...
 

@@ -2,12 +2,11 @@
 A fetch thread runs the session's loop on its own connection; acks, nacks
 and seeks run on a second one. The retry-letter topic of ``reconsume_later``
 is read by a second consumer that delivers into this one's receive queue.
-Everything decided is in :mod:`txnq.consumer.base` and below."""
+Everything decided is in :mod:`txnq.consumer.retry_letters` and below."""
 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -16,19 +15,11 @@ import psycopg
 from psycopg import sql
 
 from txnq import errors
-from txnq.consumer.base import ConsumerBase
-from txnq.consumer.dead_letters import (
-    Backoff,
-    DeadLetterPolicy,
-    LetterClient,
-    ensure_topic,
-    reconsumption,
-    retry_letter_topic,
-    topic_of,
-)
+from txnq.consumer.dead_letters import Backoff, DeadLetterPolicy, LetterClient, ensure_topic
+from txnq.consumer.retry_letters import RetryLettersBase
 from txnq.database.connections import connect
 from txnq.database.plans import Plan, SyncIO, run
-from txnq.durations import Duration, parse_duration
+from txnq.durations import Duration
 from txnq.messages import Message, MessageId
 from txnq.transaction.attached_sync import process
 from txnq.transaction.sync import checked_transaction
@@ -56,7 +47,7 @@ class ConsumerClient(LetterClient, Protocol):
     def _forget(self, child: Any) -> None: ...
 
 
-class Consumer(ConsumerBase):
+class Consumer(RetryLettersBase):
     """Receives messages from one subscription. Create with ``client.subscribe``.
 
     Options: ``initial_position`` ("latest" or "earliest"; where a new
@@ -112,20 +103,13 @@ class Consumer(ConsumerBase):
             dead_letter_policy=dead_letter_policy,
             retry_enable=retry_enable,
         )
-        self._retry_parent = _retry_parent
+        # State shared by the fetch thread and the caller is guarded by _cond.
+        self._configure_retry(retry_enable, _retry_parent, threading.Condition)
         dlq = self._dead_letter_topic()
         if dlq is not None:
             self._dead_letter_topic_id = ensure_topic(client.admin, dlq)
-        if retry_enable:
-            self._retry_topic = retry_letter_topic(
-                dead_letter_policy, self.topic, self.subscription
-            )
+        if self._retry_topic is not None:
             ensure_topic(client.admin, self._retry_topic)
-
-        # State shared by the fetch thread and the caller, guarded by _cond. A
-        # retry-letter consumer delivers into its parent's receive queue.
-        self._cond = threading.Condition() if _retry_parent is None else _retry_parent._cond
-        self._queue = deque() if _retry_parent is None else _retry_parent._queue
 
         self._ack_lock = threading.Lock()
         self._ack_proxy: Any = client.checkout()
@@ -149,28 +133,17 @@ class Consumer(ConsumerBase):
             daemon=True,
         )
         self._thread.start()
-        self._retry_consumer: Consumer | None = None
-        self._letter_producers: dict[str, Any] = {}
         if self._retry_topic is not None:
             try:
-                self._retry_consumer = Consumer(
+                retry_consumer = Consumer(
                     client,
                     self._retry_topic,
                     self.subscription,
                     subscription_type,
-                    initial_position="earliest",
-                    isolation=isolation,
-                    consumer_name=f"{self.name}-retry"[:200],
-                    priority=priority,
-                    receiver_queue_size=receiver_queue_size,
-                    negative_ack_redelivery_delay=negative_ack_redelivery_delay,
-                    lease=self._lease,
-                    poll_interval=self._poll_interval,
-                    ack_timeout=ack_timeout,
-                    negative_ack_backoff=negative_ack_backoff,
-                    dead_letter_policy=dead_letter_policy,
+                    **self._retry_consumer_options(),
                     _retry_parent=self,
                 )
+                self._set_retry_consumer(retry_consumer)
             except BaseException:
                 self.close()
                 raise
@@ -219,21 +192,11 @@ class Consumer(ConsumerBase):
         are pending until the transaction commits (an abort releases them and
         the messages are delivered again); a message another open transaction
         holds raises TransactionConflictError."""
-        items = self._ack_items(message)
-        if self._retry_consumer is not None:
-            retry_items = [item for item in items if topic_of(item) == self._retry_topic]
-            if retry_items:
-                self._retry_consumer.acknowledge(
-                    [item for item in retry_items if isinstance(item, Message | MessageId)],
-                    txn=txn,
-                )
-                items = [item for item in items if topic_of(item) != self._retry_topic]
-                if not items:
-                    return
-        if txn is None:
-            self._run_ack(self._acknowledge_plan(items, None))
-        else:
-            checked_transaction(txn, self._client)._acknowledge(self, items)
+        for owner, items in self._ack_owners(self._ack_items(message)):
+            if txn is None:
+                owner._run_ack(owner._acknowledge_plan(items, None))
+            else:
+                checked_transaction(txn, self._client)._acknowledge(owner, items)
 
     def acknowledge_cumulative(
         self,
@@ -255,14 +218,8 @@ class Consumer(ConsumerBase):
         """Have the message delivered again after ``negative_ack_redelivery_delay``
         (or the ``negative_ack_backoff`` delay for its redelivery count). On
         shared and key_shared subscriptions any consumer may get it then."""
-        if (
-            self._retry_consumer is not None
-            and isinstance(message, Message)
-            and message.message_id.topic == self._retry_topic
-        ):
-            self._retry_consumer.negative_acknowledge(message)
-            return
-        self._run_ack(self._nack_plan(message))
+        owner = self._nack_owner(message)
+        owner._run_ack(owner._nack_plan(message))
 
     def reconsume_later(self, message: Message, delay: Duration) -> None:
         """Pulsar's reconsumeLater: acknowledge ``message`` and send a copy to the
@@ -271,47 +228,13 @@ class Consumer(ConsumerBase):
         DELAY_TIME added). Past ``max_redeliver_count`` reconsumptions the
         copy goes to the dead-letter topic instead. Both happen in one txnq
         transaction: never lost, never twice. Needs ``retry_enable=True``."""
-        if self._retry_parent is not None:
-            self._retry_parent.reconsume_later(message, delay)
-            return
-        self._check_usable()
-        if self._retry_topic is None:
-            raise errors.InvalidArgumentError(
-                "reconsume_later needs a consumer subscribed with retry_enable=True"
-            )
-        if not isinstance(message, Message):
-            raise errors.InvalidArgumentError(
-                f"reconsume_later takes a received Message, not {type(message).__name__}"
-            )
-        seconds = parse_duration(delay, what="delay")
-        owner = self
-        if message.message_id.topic == self._retry_topic:
-            assert self._retry_consumer is not None
-            owner = self._retry_consumer
-        else:
-            self._check_message_topic(message.message_id)
-        letter = reconsumption(
-            message,
-            seconds,
-            topic=self.topic,
-            subscription=self.subscription,
-            retry_topic=self._retry_topic,
-            policy=self._dead_letter_policy,
-        )
-        target = letter.topic
-        producer = self._letter_producers.get(target)
+        parent, owner, letter = self._reconsumption(message, delay)
+        producer = parent._letter_producers.get(letter.topic)
         if producer is None:
-            producer = self._client.producer(target)
-            self._letter_producers[target] = producer
+            producer = self._client.producer(letter.topic)
+            parent._letter_producers[letter.topic] = producer
         with self._client.new_transaction() as txn:
-            producer.send(
-                message.value,
-                key=message.key_bytes,
-                properties=letter.properties,
-                event_time=message.event_time,
-                txn=txn,
-                deliver_after=letter.deliver_after,
-            )
+            producer.send(message.value, txn=txn, **letter.send_options(message))
             owner.acknowledge(message, txn=txn)
 
     def process(
@@ -342,19 +265,13 @@ class Consumer(ConsumerBase):
 
     def close(self) -> None:
         """Leave the subscription: unacknowledged messages go to the next consumer."""
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            if self._retry_parent is None:
-                self._queue.clear()  # redelivered to the next consumer, never handed out here
-            self._cond.notify_all()
+        if not self._start_closing():
+            return
         self._wake_fetcher()
         self._thread.join(timeout=self._poll_interval + 5)
-        retry_consumer = getattr(self, "_retry_consumer", None)
-        if retry_consumer is not None:
-            retry_consumer.close()
-        for producer in getattr(self, "_letter_producers", {}).values():
+        if self._retry_consumer is not None:
+            self._retry_consumer.close()
+        for producer in self._letter_producers.values():
             producer.close()
         self._run_ack(self._leave_plan())
         self._ack_proxy.close()
