@@ -8,8 +8,9 @@ The older commit is checked out as a git worktree under ``.bench-base/<rev>``
 with a venv of its own (made once, reused), so each side runs its own
 library, SQL and migrations, each in a database of its own on the server of
 ``--dsn`` (``<name>_base`` and ``<name>_head``, created and migrated if
-missing). Rounds alternate base, head, base, head ... so a machine that
-slows down during the run weighs on both sides alike; the table shows each
+missing). Rounds alternate base, head, head, base, base, head ... so a
+machine that slows down during the run, or a side that pays for the other's
+writes (a checkpoint, autovacuum), weighs on both sides alike; the table shows each
 measurement's median per side and head / base.
 
 With ``--role NAME`` the benchmark runs as an application role: a LOGIN
@@ -124,7 +125,10 @@ def main() -> int:
     dsns = {side: database(args.dsn, f"{args.name}_{side}") for side in sides}
     runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     for round_ in range(args.rounds):
-        for side, tree in sides.items():
+        # ABBA: the side that runs second in a round may pay for the first's
+        # writes (a checkpoint, autovacuum), so the order turns every round.
+        order = list(sides.items()) if round_ % 2 == 0 else list(sides.items())[::-1]
+        for side, tree in order:
             print(f"round {round_ + 1}/{args.rounds}: {side}", file=sys.stderr)
             runs[side].append(bench_once(tree, dsns[side], args.bench, args.extra, args.role))
 

@@ -252,19 +252,6 @@ class ProducerBase:
                 f"producer {self.name!r} is closed: create a new one with client.producer()"
             )
 
-    def _prepare(
-        self, value: object, key: object, properties: object, event_time: object
-    ) -> tuple[bytes, bytes | None, str | None, datetime | None]:
-        """Check and encode one message; raises before anything is queued."""
-        payload = encode_payload(value, self._encoding)
-        if len(payload) > self._topic.max_message_bytes:
-            raise errors.MessageTooLargeError(
-                f"a payload of {len(payload)} bytes is larger than topic {self.topic!r}'s max "
-                f"message size of {self._topic.max_message_bytes} bytes: split it, or raise the "
-                "topic's max_message_bytes"
-            )
-        return payload, encode_key(key), encode_properties(properties), check_event_time(event_time)
-
     def _outgoing(
         self,
         value: object,
@@ -281,7 +268,18 @@ class ProducerBase:
         queued. The partition is checked when the message is routed."""
         if callback is not None and not callable(callback):
             raise errors.InvalidArgumentError("callback must be callable(exception, message_id)")
-        payload, key_bytes, props, when = self._prepare(value, key, properties, event_time)
+        payload = encode_payload(value, self._encoding)
+        if len(payload) > self._topic.max_message_bytes:
+            raise errors.MessageTooLargeError(
+                f"a payload of {len(payload)} bytes is larger than topic {self.topic!r}'s max "
+                f"message size of {self._topic.max_message_bytes} bytes: split it, or raise the "
+                "topic's max_message_bytes"
+            )
+        key_bytes = encode_key(key)
+        props = encode_properties(properties)
+        when = check_event_time(event_time)
+        if deliver_after is None and deliver_at is None:  # the common case, kept cheap
+            return OutgoingMessage(payload, key_bytes, props, when, partition, callback)
         deliver = delivery_time(deliver_after, deliver_at)
         return OutgoingMessage(payload, key_bytes, props, when, partition, callback, deliver)
 

@@ -136,12 +136,14 @@ class Producer(ProducerBase):
         With ``txn``, ``txn.commit()`` flushes it first. A delayed message
         (``deliver_after`` / ``deliver_at``, see ``send``) is not batched: it is
         written before this returns."""
-        joined = self._joined(txn)
+        joined = None if txn is None else self._joined(txn)
         message = self._outgoing(
             value, key, properties, event_time, partition, callback, deliver_after, deliver_at
         )
         if joined is not None:
             return joined._send_async(self, message)
+        if message.deliver_at is None:  # the hot path: straight into the batch
+            return self._enqueue(message, None)
         return self._write_queued(message, None)
 
     # -- what a transaction calls back (txnq.transaction.protocol) ----------
