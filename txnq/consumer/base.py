@@ -276,10 +276,8 @@ class ConsumerBase(ConsumerSession):
         """``first`` and what else may be handed out now, up to ``max_messages``."""
         messages = [first]
         with self._cond:
-            while self._deliverable() and len(messages) < max_messages:
-                if self._queue[0].__class__ is UndecodableMessage:
-                    break  # the next receive raises its error, in its place
-                messages.append(self._queue.popleft())
+            if self._delivery.may_hand_out():
+                self._acks.take_into(messages, self._queue, self.topic, max_messages)
             self._cond.notify_all()
         return messages
 
