@@ -363,12 +363,23 @@ def test_a_lost_connection_is_retried_by_producer_and_consumer(
 
 
 def test_the_asyncio_face_holds_no_sql_of_its_own() -> None:
-    """One implementation, two faces: txnq.aio drives the plans of the shared
-    bases and names no query; every public coroutine has a sync twin."""
+    """One implementation, two faces: each face module of each concept (sync
+    and asyncio alike) drives the plans of the shared bases and names no
+    txnq query; every public coroutine has a sync twin."""
+    import importlib
+
     import txnq.aio as aio
 
-    source = inspect.getsource(aio)
-    assert "QUERIES" not in source and "SELECT txnq." not in source
+    faces = [
+        f"txnq.{package}.{face}"
+        for package in ("producer", "consumer", "transaction", "client")
+        for face in ("sync", "aio")
+    ] + ["txnq.transaction.attached_sync", "txnq.transaction.attached_aio", "txnq.aio"]
+    for name in faces:
+        source = inspect.getsource(importlib.import_module(name))
+        assert "QUERIES" not in source and "SELECT txnq." not in source, (
+            f"{name} names a query: put it in a plan of its concept's base"
+        )
     for async_cls, sync_cls in (
         (aio.Producer, txnq.Producer),
         (aio.Consumer, txnq.Consumer),
