@@ -87,23 +87,13 @@ class AckTracker:
         :meth:`drop_acknowledged_head`, in one pass: batch_receive's hot
         loop) and stopping before an undecodable message (the next receive
         raises its error in its place)."""
-        seen = self._mark_delete_seen
-        acked = self._acked
-        tracking = bool(seen or acked)
+        tracking = bool(self)
         while queue and len(taken) < limit:
             message = queue[0]
             if tracking:
                 message_id = message.message_id
-                if message_id.topic == topic and (
-                    message_id.offset <= seen.get(message_id.partition, -1)
-                    or (
-                        acked
-                        and (
-                            (message_id.partition, message_id.offset, -1) in acked
-                            or (message_id.partition, message_id.offset, message_id.batch_index)
-                            in acked
-                        )
-                    )
+                if message_id.topic == topic and self.was_acknowledged(
+                    message_id.partition, message_id.offset, message_id.batch_index
                 ):
                     queue.popleft()
                     continue
