@@ -5,7 +5,7 @@ alternating call by call in one process, so that whatever slows the machine
 down weighs on both alike; next to it, the PostgreSQL reference measured the
 same way: a plain one-row INSERT on each connection.
 
-    python bench/permission_overhead.py [--dsn DSN] [--calls 4000]
+    python bench/permission_overhead.py [--dsn DSN] [--calls 4000] [--try-sql FILE]
 
 ``--dsn`` names a role that may CREATE DATABASE and CREATE ROLE (default: the
 local PostgreSQL); the benchmark makes a database ``txnq_permission_bench``
@@ -13,7 +13,9 @@ local PostgreSQL); the benchmark makes a database ``txnq_permission_bench``
 with 'admin' on the topic prefix ``bench-``, as docs/security.md sets up an
 application. Commits are asynchronous (``synchronous_commit = off``) on both
 connections: the fsync of a commit varies more on a small machine than the
-few microseconds measured here (docs/benchmarks.md).
+few microseconds measured here (docs/benchmarks.md). ``--try-sql FILE`` runs
+an SQL file (as the owner) on the benchmark's database once it is migrated:
+a function body measured before it becomes a revision.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def _dsn_for(dsn: str, dbname: str, user: str | None = None) -> str:
     return psycopg.conninfo.make_conninfo(libpq_dsn(dsn), **params)
 
 
-def _prepare(server: str) -> str:
+def _prepare(server: str, try_sql: str | None) -> str:
     """The benchmark's database, migrated, with its topic, role and grant."""
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(DATABASE)))
@@ -55,6 +57,12 @@ def _prepare(server: str) -> str:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(ROLE)))
     owner = _dsn_for(server, DATABASE)
     upgrade(owner)
+    if try_sql is not None:
+        with (
+            open(try_sql, encoding="utf-8") as file,
+            psycopg.connect(owner, autocommit=True) as conn,
+        ):
+            conn.execute(file.read())  # a developer's own file, on a scratch database
     with psycopg.connect(owner, autocommit=True) as conn:
         conn.execute(sql.SQL("GRANT txnq_client TO {}").format(sql.Identifier(ROLE)))
         conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(ROLE)))
@@ -117,11 +125,14 @@ def main() -> int:
         default=os.environ.get("TXNQ_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"),
     )
     parser.add_argument("--calls", type=int, default=4000)
+    parser.add_argument(
+        "--try-sql", metavar="FILE", help="SQL to run on the migrated database first"
+    )
     args = parser.parse_args()
     if args.calls < 100:
         parser.error("--calls must be at least 100")
 
-    owner_dsn = _prepare(args.dsn)
+    owner_dsn = _prepare(args.dsn, args.try_sql)
     try:
         with psycopg.connect(owner_dsn, autocommit=True) as conn:
             row = conn.execute("SELECT topic_id FROM txnq.topics WHERE name = %s", (TOPIC,))

@@ -2,7 +2,7 @@
 
 -- name: append
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v4(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
+  FROM txnq.append_v5(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
                       %(payloads)b, %(keys)b, %(properties)s::text[]::jsonb[], %(event_times)s,
                       %(txn_tc)s, %(txn_seq)s)
 
@@ -11,7 +11,7 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
 -- partition, producer_id, epoch, first_sequence, payloads, keys, properties,
 -- event_times, txn_tc, txn_seq.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v4(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
+  FROM txnq.append_v5(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
 
 -- name: roll_entry_log
 SELECT txnq.roll_entry_log_v2(%(force)s)

@@ -73,7 +73,7 @@ def world(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         "SELECT DISTINCT producer_id FROM txnq.register_producer_v2(%s, 'p2')", (other_topic_id,)
     ).fetchall()
     conn.execute(
-        "SELECT * FROM txnq.append_v4(%s, 0, %s, %s, 0, ARRAY['first']::bytea[])",
+        "SELECT * FROM txnq.append_v5(%s, 0, %s, %s, 0, ARRAY['first']::bytea[])",
         (topic_id, producer_id, epoch),
     )
     subscription_id = one(
@@ -136,12 +136,12 @@ def assert_refused(
 
 
 A1 = "ARRAY['x']::bytea[]"
-APPEND = "SELECT * FROM txnq.append_v4(%(topic_id)s, "
+APPEND = "SELECT * FROM txnq.append_v5(%(topic_id)s, "
 PRODUCER = "%(producer_id)s, %(epoch)s"
 
 APPEND_CASES = {
-    "null topic": ("TQ001", f"SELECT * FROM txnq.append_v4(NULL, 0, NULL, NULL, NULL, {A1})"),
-    "unknown topic": ("TQ001", f"SELECT * FROM txnq.append_v4(999, 0, NULL, NULL, NULL, {A1})"),
+    "null topic": ("TQ001", f"SELECT * FROM txnq.append_v5(NULL, 0, NULL, NULL, NULL, {A1})"),
+    "unknown topic": ("TQ001", f"SELECT * FROM txnq.append_v5(999, 0, NULL, NULL, NULL, {A1})"),
     "null partition": ("TQ001", APPEND + f"NULL, NULL, NULL, NULL, {A1})"),
     "negative partition": ("TQ001", APPEND + f"-1, NULL, NULL, NULL, {A1})"),
     "partition past the last": ("TQ001", APPEND + f"2, NULL, NULL, NULL, {A1})"),
@@ -604,7 +604,7 @@ def test_valid_calls_of_the_checked_versions_work_as_before(
     # Every optional array given, NULL elements inside, a transaction: appended.
     offset = one(
         conn,
-        "SELECT entry_offset FROM txnq.append_v4(%s, 1, %s, %s, 0, ARRAY['a', '']::bytea[], "
+        "SELECT entry_offset FROM txnq.append_v5(%s, 1, %s, %s, 0, ARRAY['a', '']::bytea[], "
         "ARRAY['k', NULL]::bytea[], ARRAY['{\"p\": \"v\"}', NULL]::jsonb[], "
         "ARRAY['0001-01-01 00:00:00+00', '9999-12-31 23:59:59.999999+00']::timestamptz[], %s, %s)",
         (w["topic_id"], w["producer_id"], w["epoch"], w["open_tc"], w["open_seq"]),
@@ -612,7 +612,7 @@ def test_valid_calls_of_the_checked_versions_work_as_before(
     assert offset == 0
     # A retry is recognised, as before.
     assert conn.execute(
-        "SELECT entry_offset, duplicate FROM txnq.append_v4(%s, 1, %s, %s, 0, "
+        "SELECT entry_offset, duplicate FROM txnq.append_v5(%s, 1, %s, %s, 0, "
         "ARRAY['a', '']::bytea[])",
         (w["topic_id"], w["producer_id"], w["epoch"]),
     ).fetchall() == [(0, True)]
@@ -707,6 +707,7 @@ def test_dead_lettering_copies_properties_stored_before_revision_0015_as_strings
 
 HOOKS = {
     "authorize_v1": "p_topic_id integer, p_action text",
+    "authorize_v2": "p_topic_id integer, p_action text",
     "authorize_topic_name_v1": "p_name text, p_action text",
     "authorize_txn_v1": "p_tc_id integer, p_txn_seq bigint",
 }
@@ -726,18 +727,27 @@ def install_hooks(conn: psycopg.Connection[Any], deny: str | None) -> None:
             f"CREATE OR REPLACE FUNCTION txnq.{name}({params}) RETURNS void "
             f"LANGUAGE plpgsql STABLE AS $$ BEGIN {body} END; $$"
         )
+    if deny == "authorize_v2":
+        # Trusted callers (the tests' owner) pass append_v5 without asking it.
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION txnq.caller_is_trusted_v1(p_caller name) RETURNS boolean "
+            "LANGUAGE sql STABLE AS $$ SELECT false $$"
+        )
 
 
 # function call -> (the hook that must refuse it, what its message names)
 HOOKED_CALLS = {
-    f"SELECT * FROM txnq.append_v4(%(topic_id)s, 0, NULL, NULL, NULL, {A1})": (
-        "authorize_v1",
+    # append_v5 (and append_delayed_v2 through it) reads a role's own grant
+    # itself and asks authorize_v2 about the rest: the test makes the caller
+    # untrusted for that hook.
+    f"SELECT * FROM txnq.append_v5(%(topic_id)s, 0, NULL, NULL, NULL, {A1})": (
+        "authorize_v2",
         "%(topic_id)s produce",
     ),
-    f"SELECT * FROM txnq.append_v4(%(topic_id)s, 0, NULL, NULL, NULL, {A1}, NULL, NULL, NULL, "
+    f"SELECT * FROM txnq.append_v5(%(topic_id)s, 0, NULL, NULL, NULL, {A1}, NULL, NULL, NULL, "
     "%(open_tc)s, %(open_seq)s)": ("authorize_txn_v1", "%(open_tc)s %(open_seq)s"),
     "SELECT * FROM txnq.append_delayed_v2(%(topic_id)s, 0, NULL, NULL, NULL, "
-    f"{A1}, NULL, NULL, NULL, NULL, NULL, now())": ("authorize_v1", "%(topic_id)s produce"),
+    f"{A1}, NULL, NULL, NULL, NULL, NULL, now())": ("authorize_v2", "%(topic_id)s produce"),
     "SELECT txnq.create_topic_v2('new', 1, -1, -1, NULL, 1024)": (
         "authorize_topic_name_v1",
         "new admin",
@@ -792,7 +802,7 @@ def test_publishing_asks_the_permission_to_produce_again_at_commit(
 ) -> None:
     with pytest.raises(psycopg.Error) as raised, conn.transaction():
         conn.execute(f"SELECT txnq.stage_send_v2(%s, 0, {A1})", (world["topic_id"],))
-        install_hooks(conn, deny="authorize_v1")  # revoked before the commit
+        install_hooks(conn, deny="authorize_v2")  # revoked before the commit
         conn.execute("SELECT * FROM txnq.publish_staged_v2()")
     assert raised.value.sqlstate == "TQ018"
     assert one(conn, "SELECT count(*) FROM txnq.staged_sends") == 0

@@ -1,6 +1,6 @@
 """The producer: routes messages to partitions, batches them in a client-side
 pending queue (one batch per partition becomes one entry), and appends each
-batch with one call of ``txnq.append_v4``.
+batch with one call of ``txnq.append_v5``.
 
 Idempotent by default, as Kafka's producer: the producer has an id and an
 epoch, and numbers the messages of each partition in sequence. A batch whose
@@ -67,7 +67,7 @@ log = logging.getLogger("txnq.producer")
 ROUTING_MODES = ("key_hash", "round_robin")
 #: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
 PARTITIONS_REFRESH_SECONDS = 60.0
-#: SQLSTATE of append_v4 for a topic over its backlog quota with policy
+#: SQLSTATE of append_v5 for a topic over its backlog quota with policy
 #: producer_hold: the producer waits and re-checks, starting after the first
 #: delay and doubling it up to the second.
 BACKLOG_QUOTA_HOLD = "TQ017"
@@ -107,7 +107,7 @@ def append_arguments(
     columns: tuple[list[bytes], list[bytes | None], list[str | None], list[datetime | None]],
     txn: tuple[int, int] | None,
 ) -> tuple[Any, ...]:
-    """The arguments of ``append_positional`` (append_v4) for one entry:
+    """The arguments of ``append_positional`` (append_v5) for one entry:
     ``producer`` is (producer id, epoch, first sequence), ``columns`` the
     messages' payloads, keys, properties and event times (a column with
     nothing in it goes as NULL), ``txn`` the transaction's (tc_id, seq)."""
@@ -438,7 +438,7 @@ class ProducerBase:
         txn: TransactionBase | None = None,
         deliver_at: datetime | None = None,
     ) -> Plan[int]:
-        """One call of append_v4 (append_delayed_v2 with ``deliver_at``; the
+        """One call of append_v5 (append_delayed_v2 with ``deliver_at``; the
         face holds its I/O lock); the entry offset.
 
         A broken connection leaves the outcome unknown: reconnect and retry the
