@@ -60,6 +60,14 @@ class Settings:
     # when no consumer is connected and its cursor has not moved for this long.
     inactive_cursor_seconds: float = 7 * 86_400.0
     retention_check_interval_seconds: float = 120.0
+    # The history purge (docs/lifecycle.md, "Every table bounded"): finished
+    # transactions, with their log, are kept this long (Kafka forgets a
+    # transactional id's state after 7 days); GC runs, DROPPED entry logs,
+    # DELETED ledgers and consumers whose lease expired this long; the job
+    # runs this often.
+    finished_txn_retention_seconds: float = 7 * 86_400.0
+    history_retention_seconds: float = 7 * 86_400.0
+    purge_interval_seconds: float = 600.0
     ttl_check_interval_seconds: float = 300.0
     # Consumer liveness: a consumer that has not renewed its lease for this long
     # is gone, and failover hands its partitions to the next consumer.
@@ -143,6 +151,9 @@ class Settings:
         for name in (
             "backlog_quota_check_interval_seconds",
             "backlog_quota_hold_timeout_seconds",
+            "finished_txn_retention_seconds",
+            "history_retention_seconds",
+            "purge_interval_seconds",
             "shutdown_timeout_seconds",
             "poll_interval_seconds",
         ):

@@ -201,11 +201,30 @@ def compact_entry_logs_major(context: JobContext) -> str | None:
 
 
 def vacuum_hot_tables(context: JobContext) -> str | None:
-    """VACUUM the small hot tables whose dead tuples piled up (autovacuum off or behind)."""
+    """VACUUM the small hot tables whose dead tuples piled up (autovacuum off or
+    behind), then rewrite those a held snapshot left far larger than their rows."""
     done = lifecycle.vacuum_hot_tables(context.client)
-    if not done:
+    shrunk = lifecycle.shrink_hot_tables(context.client)
+    said = []
+    if done:
+        said.append(
+            "vacuumed " + ", ".join(f"{v.table} ({v.dead_tuples} dead tuples)" for v in done)
+        )
+    if shrunk:
+        said.append(
+            "rewrote "
+            + ", ".join(f"{s.table} ({s.bytes_before} -> {s.bytes_after} bytes)" for s in shrunk)
+        )
+    return "; ".join(said) or None
+
+
+def purge_history(context: JobContext) -> str | None:
+    """Delete the history older than its retention (finished transactions, GC
+    runs, dropped entry logs, deleted ledgers, long-expired consumers)."""
+    report = lifecycle.purge_history(context.client)
+    if not report.items:
         return None
-    return "vacuumed " + ", ".join(f"{v.table} ({v.dead_tuples} dead tuples)" for v in done)
+    return "purged " + ", ".join(f"{p.rows} {p.relation}" for p in report.items)
 
 
 def gc_doctor(context: JobContext) -> str | None:
@@ -253,5 +272,6 @@ JOBS: tuple[Job, ...] = (
     ),
     Job("gc_doctor", gc_doctor, every=lambda s: s.gc_major_interval_seconds),
     Job("vacuum_hot_tables", vacuum_hot_tables, every=VACUUM_CHECK_SECONDS),
+    Job("purge_history", purge_history, every=lambda s: s.purge_interval_seconds),
     Job("backlog_quota", backlog_quota, every=lambda s: s.backlog_quota_check_interval_seconds),
 )

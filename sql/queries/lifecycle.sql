@@ -248,3 +248,28 @@ SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c
 
 -- name: gc_drop_entry_log
 SELECT txnq.gc_drop_entry_log_v1(%(entry_log_id)s, %(lock_timeout)s)
+
+-- name: hot_tables_to_shrink
+-- The hot tables whose heap holds more than min_bytes: candidates for a
+-- rewrite once a held snapshot let them grow (txnq.lifecycle.vacuum). The
+-- live size is measured per table afterwards, only on small tables.
+-- fillfactor: the table's own, else PostgreSQL's 100.
+SELECT s.relname, pg_relation_size(c.oid) AS heap_bytes,
+       pg_total_relation_size(c.oid) AS total_bytes, s.n_live_tup, s.n_dead_tup,
+       coalesce((SELECT o.option_value::integer FROM pg_options_to_table(c.reloptions) o
+                  WHERE o.option_name = 'fillfactor'), 100) AS fillfactor,
+       CASE WHEN current_setting('server_version_num')::integer >= 170000
+            THEN has_table_privilege(s.relid, 'MAINTAIN')
+            ELSE pg_has_role(current_user, c.relowner, 'USAGE') END AS may_vacuum
+  FROM pg_stat_user_tables s
+  JOIN pg_class c ON c.oid = s.relid
+ WHERE s.schemaname = 'txnq' AND s.relname = ANY(%(tables)s::text[])
+   AND pg_relation_size(c.oid) > %(min_bytes)s
+ ORDER BY pg_relation_size(c.oid) DESC
+
+-- name: active_entry_log
+SELECT active_entry_log_id FROM txnq.config
+
+-- name: purge_history
+SELECT relation, purged, more
+  FROM txnq.purge_history_v1(%(finished_seconds)s, %(history_seconds)s, %(limit)s)

@@ -438,3 +438,27 @@ def test_a_swap_that_cannot_lock_the_entries_in_time_fails_with_tq020_and_change
         client.subscribe("busy", "s", initial_position="earliest") as consumer,
     ):
         assert [m.value for m in receive_messages(consumer, 1)] == [b"kept"]
+
+
+def test_gc_run_rolls_an_active_log_over_its_size_as_the_scheduler_does(
+    dsn: str, client: txnq.Client
+) -> None:
+    """`txnq gc run` (lifecycle.collect_entry_logs) seals an active entry log
+    over ENTRY_LOG_MAX_BYTES, as the scheduler's roll job does; a dry run and
+    a log under the limit are left alone."""
+    client.admin.create_topic("orders")
+    produce(client, "orders", 50)
+    assert lifecycle.collect_entry_logs(client).rolled_to_entry_log is None  # 1 GiB allowed
+    sql(dsn, "UPDATE txnq.config SET entry_log_max_bytes = 8192")
+    assert lifecycle.collect_entry_logs(client, dry_run=True).rolled_to_entry_log is None
+    assert sql_value(dsn, "SELECT active_entry_log_id FROM txnq.config") == 1
+
+    result = CliRunner().invoke(app, ["gc", "run", "--dsn", dsn, "--json"])
+
+    assert result.exit_code == 0, result.output
+    gc_report = next(r for r in json.loads(result.stdout) if r["job"] == "gc")
+    assert gc_report["rolled_to_entry_log"] == 2
+    assert sql_value(dsn, "SELECT active_entry_log_id FROM txnq.config") == 2
+    assert sql_value(dsn, "SELECT state FROM txnq.entry_logs WHERE entry_log_id = 1") == "SEALED"
+    # The new log is empty: the next run does not roll again.
+    assert lifecycle.collect_entry_logs(client).rolled_to_entry_log is None

@@ -161,6 +161,7 @@ def gc_run(
     """Run the lifecycle now, as the scheduler does on its schedule: TTL (acknowledge
     expired messages), retention (delete consumed ledgers retention no longer keeps),
     the backlog quota check (evict, or hold/refuse producers), then entry-log GC:
+    seal the active entry log if it is over ENTRY_LOG_MAX_BYTES or ENTRY_LOG_MAX_AGE,
     drop sealed entry logs that hold nothing live, and compact those whose live
     share is under the threshold (live rows move to a new log, the old one is
     dropped), within GC_TIME_BUDGET_SECONDS and at most GC_MAX_BYTES_PER_SECOND.
@@ -200,6 +201,13 @@ def gc_run(
         reclaimed = sum(r.reclaimed_bytes for r in reports if r.job == "gc")
         verb = "would reclaim" if dry_run else "reclaimed"
         console.print(f"Entry-log GC {verb} {size_text(reclaimed)}", highlight=False)
+        rolled = [r.rolled_to_entry_log for r in reports if r.rolled_to_entry_log is not None]
+        if rolled:
+            console.print(
+                f"Sealed the active entry log (over its size or age); entry log {rolled[0]} "
+                "is now active",
+                highlight=False,
+            )
         if failed:
             note(
                 f"{failed} topic(s) or entry log(s) failed (listed above); the others were "

@@ -15,7 +15,9 @@ Three steps, as in Pulsar and BookKeeper, each a function of a
 
 Beside them: :func:`check_backlog_quotas` (``backlog_quota``) enforces the
 topics' backlog quotas, :func:`vacuum_hot_tables` (``vacuum``) vacuums the
-small, constantly updated tables, and :func:`doctor` (``dirty_data``) finds
+small, constantly updated tables and :func:`shrink_hot_tables` rewrites those
+a held snapshot left bloated, :func:`purge_history` (``purge``) deletes the
+history older than its retention, and :func:`doctor` (``dirty_data``) finds
 dirty data and removes it only when asked.
 
 Every run that did something is recorded in ``txnq.gc_runs`` (``report``);
@@ -58,10 +60,11 @@ from txnq.lifecycle.entry_logs import (
 )
 from txnq.lifecycle.job_failures import JobFailure
 from txnq.lifecycle.limits import LOCK_TIMEOUT, MAX_AGE_SECONDS
+from txnq.lifecycle.purge import PURGE_BATCH_ROWS, Purged, purge_history
 from txnq.lifecycle.report import RECORDED_FAILURES, LifecycleReport, record_run
 from txnq.lifecycle.retention import DeletedLedger, apply_retention
 from txnq.lifecycle.ttl import CursorExpiry, expire_ttl
-from txnq.lifecycle.vacuum import HOT_TABLES, Vacuumed, vacuum_hot_tables
+from txnq.lifecycle.vacuum import HOT_TABLES, Shrunk, Vacuumed, shrink_hot_tables, vacuum_hot_tables
 
 if TYPE_CHECKING:
     from txnq.client import Client
@@ -89,6 +92,7 @@ __all__ = [
     "HOT_TABLES",
     "LOCK_TIMEOUT",
     "MAX_AGE_SECONDS",
+    "PURGE_BATCH_ROWS",
     "RECORDED_FAILURES",
     "SEALED_GRACE_SECONDS",
     "SWAP_LOCK_TIMEOUT",
@@ -102,14 +106,18 @@ __all__ = [
     "JobFailure",
     "LifecycleReport",
     "OrphanLedger",
+    "Purged",
     "QuotaBreach",
+    "Shrunk",
     "Vacuumed",
     "apply_retention",
     "check_backlog_quotas",
     "collect_entry_logs",
     "doctor",
     "expire_ttl",
+    "purge_history",
     "record_run",
     "run_all",
+    "shrink_hot_tables",
     "vacuum_hot_tables",
 ]

@@ -119,6 +119,14 @@ def collect_entry_logs(
         try:
             conn.execute(LOCK_TIMEOUT)
             if not dry_run:
+                # As the scheduler's roll job does: an active log over
+                # ENTRY_LOG_MAX_BYTES or ENTRY_LOG_MAX_AGE is sealed now, so a
+                # GC run never leaves it growing (it is collected once sealed
+                # for longer than the grace period).
+                before = scalar(conn, QUERIES["active_entry_log"])
+                after = scalar(conn, QUERIES["roll_entry_log"], {"force": False})
+                if after != before:
+                    report.rolled_to_entry_log = int(after)
                 for (target,) in conn.execute(QUERIES["compactions_without_source"]).fetchall():
                     conn.execute(QUERIES["compaction_abandon"], {"target": target})
             logs = conn.execute(

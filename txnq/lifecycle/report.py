@@ -26,6 +26,9 @@ class LifecycleReport:
     items: list[Any] = field(default_factory=list)
     reclaimed_bytes: int = 0
     failures: list[JobFailure] = field(default_factory=list)
+    #: Of an entry-log GC run: the entry log it made active, when the active
+    #: one was over ENTRY_LOG_MAX_BYTES or ENTRY_LOG_MAX_AGE and it rolled it.
+    rolled_to_entry_log: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +37,7 @@ class LifecycleReport:
             "started_at": self.started_at,
             "items": [dataclasses.asdict(item) for item in self.items],
             "reclaimed_bytes": self.reclaimed_bytes,
+            "rolled_to_entry_log": self.rolled_to_entry_log,
             "failures": [dataclasses.asdict(f) | {"where": f.where} for f in self.failures],
         }
 
