@@ -64,9 +64,12 @@ class Settings:
     # transactions, with their log, are kept this long (Kafka forgets a
     # transactional id's state after 7 days); GC runs, DROPPED entry logs,
     # DELETED ledgers and consumers whose lease expired this long; the job
-    # runs this often.
+    # runs this often. A producer that has neither registered nor sent for
+    # PRODUCER_EXPIRY_SECONDS is forgotten (Kafka's producer.id.expiration.ms);
+    # the Python producer registers again at its next send.
     finished_txn_retention_seconds: float = 7 * 86_400.0
     history_retention_seconds: float = 7 * 86_400.0
+    producer_expiry_seconds: float = 7 * 86_400.0
     purge_interval_seconds: float = 600.0
     ttl_check_interval_seconds: float = 300.0
     # Consumer liveness: a consumer that has not renewed its lease for this long
@@ -153,6 +156,7 @@ class Settings:
             "backlog_quota_hold_timeout_seconds",
             "finished_txn_retention_seconds",
             "history_retention_seconds",
+            "producer_expiry_seconds",
             "purge_interval_seconds",
             "shutdown_timeout_seconds",
             "poll_interval_seconds",

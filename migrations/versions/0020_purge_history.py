@@ -3,11 +3,12 @@
 issue 20 asked that a topic run for months with its database staying the
 same size. Finished transactions (with their log, partitions and
 subscriptions), aborted ranges nothing is left to hide, DELETED ledgers whose
-entries are gone, DROPPED entry logs, GC runs, and consumers whose lease
-expired long ago were kept forever. txnq.purge_history_v1 deletes them once
+entries are gone, DROPPED entry logs, GC runs, consumers whose lease expired
+long ago, and producers (a new random name per producer instance) were kept
+forever. txnq.purge_history_v1 deletes them once
 older than the retention the scheduler's `purge_history` job passes
-(FINISHED_TXN_RETENTION_SECONDS, HISTORY_RETENTION_SECONDS), a bounded number
-per call. docs/lifecycle.md has the rule of every table.
+(FINISHED_TXN_RETENTION_SECONDS, HISTORY_RETENTION_SECONDS,
+PRODUCER_EXPIRY_SECONDS), a bounded number per call. docs/lifecycle.md has the rule of every table.
 
 Its runs are recorded in txnq.gc_runs as job 'purge' (the check constraint
 gains it). grant_roles_v4 puts the function in the scheduler class
@@ -43,7 +44,8 @@ DOWNGRADE = [
     "ALTER TABLE txnq.gc_runs DROP CONSTRAINT gc_runs_job_check",
     "ALTER TABLE txnq.gc_runs ADD CONSTRAINT gc_runs_job_check "
     "CHECK (job IN ('ttl', 'retention', 'gc', 'doctor', 'backlog_quota'))",
-    "DROP FUNCTION txnq.purge_history_v1(double precision, double precision, integer)",
+    "DROP FUNCTION txnq.purge_history_v1(double precision, double precision, double precision, "
+    "integer)",
     "DROP FUNCTION txnq.grant_roles_v4()",
     "SELECT txnq.grant_roles_v3()",
 ]

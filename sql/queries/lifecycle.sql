@@ -272,4 +272,5 @@ SELECT active_entry_log_id FROM txnq.config
 
 -- name: purge_history
 SELECT relation, purged, more
-  FROM txnq.purge_history_v1(%(finished_seconds)s, %(history_seconds)s, %(limit)s)
+  FROM txnq.purge_history_v1(%(finished_seconds)s, %(history_seconds)s, %(producer_seconds)s,
+                               %(limit)s)

@@ -132,11 +132,59 @@ def test_history_goes_after_its_retention_but_a_ledger_row_outlives_its_entries(
 
 
 def test_purge_history_checks_its_arguments(dsn: str, client: txnq.Client) -> None:
-    for bad in ({"finished_txn_seconds": 0}, {"history_seconds": -1}, {"batch_rows": 0}):
+    bad_arguments = (
+        {"finished_txn_seconds": 0},
+        {"history_seconds": -1},
+        {"producer_seconds": 0},
+        {"batch_rows": 0},
+    )
+    for bad in bad_arguments:
         with pytest.raises(errors.InvalidArgumentError):
             lifecycle.purge_history(client, **bad)  # type: ignore[arg-type]
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for args in ((None, 1, 10), (1, 0, 10), (1, 1, 0), (1, 2e9, 10)):
+        for args in ((None, 1, 1, 10), (1, 0, 1, 10), (1, 1, 0, 10), (1, 1, 1, 0), (1, 2e9, 1, 9)):
             with pytest.raises(psycopg.Error) as raised:
-                conn.execute("SELECT * FROM txnq.purge_history_v1(%s, %s, %s)", args)
+                conn.execute("SELECT * FROM txnq.purge_history_v1(%s, %s, %s, %s)", args)
             assert raised.value.sqlstate == "TQ005"
+
+
+def test_an_idle_producer_is_purged_and_registers_again_at_its_next_send(
+    dsn: str, client: txnq.Client
+) -> None:
+    client.admin.create_topic("orders", partitions=2)
+    reader = client.subscribe("orders", "r", initial_position="earliest", **FAST)
+    idle = client.producer("orders", name="idle")
+    idle.send(b"before", partition=0)
+    with client.producer("orders", name="busy") as busy:
+        busy.send(b"busy-old", partition=1)
+    sql(dsn, "UPDATE txnq.producers SET last_seen_at = now() - interval '2 hours'")
+    with client.producer("orders", name="busy2") as busy2:
+        busy2.send(b"busy-new", partition=1)
+    sql(dsn, "UPDATE txnq.producers SET last_seen_at = now() - interval '2 hours'")
+    # busy2's last entry is new: it stays; the other two wrote nothing since.
+    time.sleep(0.01)
+    sql(
+        dsn,
+        "UPDATE txnq.entries SET publish_time = now() - interval '2 hours' "
+        "WHERE payloads[1] <> 'busy-new'::bytea",
+    )
+
+    report = lifecycle.purge_history(
+        client, finished_txn_seconds=3600, history_seconds=3600, producer_seconds=3600
+    )
+
+    assert {p.relation: p.rows for p in report.items}["producers"] == 2
+    assert sorted(r[0] for r in sql(dsn, "SELECT name FROM txnq.producers")) == ["busy2"]
+    assert (
+        count(
+            dsn, "producer_sequences", "producer_id NOT IN (SELECT producer_id FROM txnq.producers)"
+        )
+        == 0
+    )
+    # The idle producer's next send registers it again and is written once.
+    idle.send(b"after", partition=0)
+    idle.send(b"after2", partition=0)
+    idle.close()
+    values = [m.value for m in receive_messages(reader, 5)]
+    assert sorted(values) == sorted([b"before", b"busy-old", b"busy-new", b"after", b"after2"])
+    assert count(dsn, "producers", "name = 'idle'") == 1

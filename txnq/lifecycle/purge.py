@@ -1,7 +1,7 @@
 """The history purge: rows txnq keeps only as history (finished transactions
 and their log, aborted ranges nothing is left to hide, DELETED ledgers whose
 entries are gone, DROPPED entry logs, GC runs, consumers whose lease expired
-long ago) are deleted once older than their retention
+long ago, producers idle for long) are deleted once older than their retention
 (``txnq.purge_history_v1``). docs/lifecycle.md ("Every table bounded") has the
 rule of every table of txnq and the job that applies it."""
 
@@ -36,12 +36,14 @@ def purge_history(
     *,
     finished_txn_seconds: float | None = None,
     history_seconds: float | None = None,
+    producer_seconds: float | None = None,
     batch_rows: int = PURGE_BATCH_ROWS,
 ) -> LifecycleReport:
     """Delete the history older than its retention: finished transactions
     after ``finished_txn_seconds`` (default: the setting
     FINISHED_TXN_RETENTION_SECONDS), the rest after ``history_seconds``
-    (HISTORY_RETENTION_SECONDS); ``batch_rows`` rows of each kind per
+    (HISTORY_RETENTION_SECONDS), producers idle for ``producer_seconds``
+    (PRODUCER_EXPIRY_SECONDS); ``batch_rows`` rows of each kind per
     transaction, at most :data:`PURGE_MAX_BATCHES` transactions a run."""
     settings = client.settings
     finished = check_number(
@@ -56,7 +58,12 @@ def purge_history(
         "history_seconds",
         MAX_AGE_SECONDS,
     )
-    if finished <= 0 or history <= 0:
+    producer = check_number(
+        settings.producer_expiry_seconds if producer_seconds is None else producer_seconds,
+        "producer_seconds",
+        MAX_AGE_SECONDS,
+    )
+    if finished <= 0 or history <= 0 or producer <= 0:
         raise errors.InvalidArgumentError("retention periods must be longer than zero")
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise errors.InvalidArgumentError("batch_rows must be a positive integer")
@@ -65,7 +72,12 @@ def purge_history(
     for _ in range(PURGE_MAX_BATCHES):
         rows = client.query(
             "purge_history",
-            {"finished_seconds": finished, "history_seconds": history, "limit": batch_rows},
+            {
+                "finished_seconds": finished,
+                "history_seconds": history,
+                "producer_seconds": producer,
+                "limit": batch_rows,
+            },
         )
         for row in rows:
             totals[row["relation"]] = totals.get(row["relation"], 0) + int(row["purged"])

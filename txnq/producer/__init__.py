@@ -1,16 +1,19 @@
 """Producers: route, batch and append messages, idempotently (see
 :mod:`txnq.producer.base` for what a producer guarantees).
 
-    base    options, routing, the batch accumulator and the append plans
-    sync    txnq.Producer (a flush thread)
-    aio     txnq.aio.Producer (a flush task)
+    base         options, routing, the batch accumulator and the append plans
+    append_call  the append statement's arguments and the SQLSTATEs acted on
+    sync         txnq.Producer (a flush thread)
+    aio          txnq.aio.Producer (a flush task)
 """
 
 from txnq.producer.aio import Producer as AsyncProducer
-from txnq.producer.base import (
+from txnq.producer.append_call import (
     BACKLOG_QUOTA_HOLD,
     HOLD_RECHECK_MAX_SECONDS,
     HOLD_RECHECK_MIN_SECONDS,
+)
+from txnq.producer.base import (
     PARTITIONS_REFRESH_SECONDS,
     ROUTING_MODES,
     EntryBatch,

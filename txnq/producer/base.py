@@ -37,7 +37,7 @@ import uuid
 import zlib
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -54,6 +54,13 @@ from txnq.messages import (
     encode_properties,
 )
 from txnq.names import validate_name
+from txnq.producer.append_call import (
+    BACKLOG_QUOTA_HOLD,
+    HOLD_RECHECK_MAX_SECONDS,
+    HOLD_RECHECK_MIN_SECONDS,
+    INVALID_ARGUMENT,
+    append_arguments,
+)
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
 from txnq.transaction.protocol import OutgoingMessage
@@ -67,12 +74,6 @@ log = logging.getLogger("txnq.producer")
 ROUTING_MODES = ("key_hash", "round_robin")
 #: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
 PARTITIONS_REFRESH_SECONDS = 60.0
-#: SQLSTATE of append_v5 for a topic over its backlog quota with policy
-#: producer_hold: the producer waits and re-checks, starting after the first
-#: delay and doubling it up to the second.
-BACKLOG_QUOTA_HOLD = "TQ017"
-HOLD_RECHECK_MIN_SECONDS = 0.05
-HOLD_RECHECK_MAX_SECONDS = 1.0
 
 
 def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -> datetime | None:
@@ -98,30 +99,6 @@ def message_columns(
 def partition_for_key(key: bytes, partitions: int) -> int:
     """The partition of a key: CRC-32 of its bytes modulo the partition count."""
     return zlib.crc32(key) % partitions
-
-
-def append_arguments(
-    topic_id: int,
-    partition: int,
-    producer: tuple[int, int, int],
-    columns: tuple[list[bytes], list[bytes | None], list[str | None], list[datetime | None]],
-    txn: tuple[int, int] | None,
-) -> tuple[Any, ...]:
-    """The arguments of ``append_positional`` (append_v5) for one entry:
-    ``producer`` is (producer id, epoch, first sequence), ``columns`` the
-    messages' payloads, keys, properties and event times (a column with
-    nothing in it goes as NULL), ``txn`` the transaction's (tc_id, seq)."""
-    payloads, keys, properties, event_times = columns
-    return (
-        topic_id,
-        partition,
-        *producer,
-        payloads,
-        keys if any(k is not None for k in keys) else None,
-        properties if any(properties) else None,
-        event_times if any(event_times) else None,
-        *(txn or (None, None)),
-    )
 
 
 class EntryBatch:
@@ -463,6 +440,7 @@ class ProducerBase:
         delay = 0.05
         hold_deadline: float | None = None
         hold_delay = HOLD_RECHECK_MIN_SECONDS
+        reregistered = False
         while True:
             try:
                 row = yield Call(query, params, raw=True)
@@ -479,6 +457,22 @@ class ProducerBase:
                 delay = min(delay * 2, 1.0)
                 yield Reconnect()
             except psycopg.Error as exc:
+                if not reregistered and self._expired(exc):
+                    # The history purge forgot this producer after it sat idle
+                    # for PRODUCER_EXPIRY_SECONDS (Kafka's producer id
+                    # expiration): register again and send the batch, never
+                    # written, under the new id.
+                    reregistered = True
+                    yield from self._register_plan()
+                    first_sequence = self._next_sequence.get(partition, 0)
+                    params = (
+                        *params[:2],
+                        self._producer_id,
+                        self._epoch,
+                        first_sequence,
+                        *params[5:],
+                    )
+                    continue
                 if exc.sqlstate == BACKLOG_QUOTA_HOLD:
                     # Policy producer_hold: block (this producer's sends wait
                     # behind the I/O lock), re-check the quota, retry the same
@@ -506,6 +500,16 @@ class ProducerBase:
                 pass  # a hint only: workers roll the entry log too
         # A duplicate older than the five remembered batches has no known offset.
         return -1 if offset is None else int(offset)
+
+    def _expired(self, exc: psycopg.Error) -> bool:
+        """Did the append fail because this (non-transactional) producer's
+        registration was purged? append_v5 says TQ005 "... is not registered
+        on topic ..." then, and nothing of the batch was written."""
+        return (
+            exc.sqlstate == INVALID_ARGUMENT
+            and self._transactional is None
+            and "is not registered on topic" in (exc.diag.message_primary or "")
+        )
 
     def _recheck_backlog_quota_plan(self) -> Plan[None]:
         """While held: check the topic's backlog quota now (the scheduler checks

@@ -22,7 +22,7 @@ from txnq.database.connections import translate
 from txnq.database.queries import QUERIES
 from txnq.messages import check_event_time, encode_key, encode_payload, encode_properties
 from txnq.producer import partition_for_key
-from txnq.producer.base import append_arguments
+from txnq.producer.append_call import append_arguments
 
 BATCH_MESSAGES = 500
 

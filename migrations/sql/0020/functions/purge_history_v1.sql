@@ -28,9 +28,17 @@
 --                    and that hold no claim (release_claims_v2 releases the
 --                    claims of an expired consumer through its row).
 --   consumer_waiters of consumers that no longer exist.
+--   producers        registered longer than p_producer_seconds ago and
+--                    without an entry published since on any partition (the
+--                    entry at the last offset each producer_sequences row
+--                    remembers is gone or older), and not named after a
+--                    transactional id; with their producer_sequences rows.
+--                    Kafka's producer id expiration: the Python producer
+--                    registers again when its next append is refused
+--                    (txnq/producer/base.py).
 --
--- Parameters: finished_seconds, history_seconds (> 0, at most 1e9),
---   limit (1 .. 1,000,000).
+-- Parameters: finished_seconds, history_seconds, producer_seconds (> 0, at
+--   most 1e9), limit (1 .. 1,000,000).
 -- Returns one row per kind: relation, purged (rows deleted), more (the limit
 --   cut it off: call again).
 -- Locks: the deleted rows (row locks); runs in the caller's transaction.
@@ -40,6 +48,7 @@
 CREATE OR REPLACE FUNCTION txnq.purge_history_v1(
     p_finished_seconds double precision,
     p_history_seconds double precision,
+    p_producer_seconds double precision,
     p_limit integer DEFAULT 10000
 )
 RETURNS TABLE (relation text, purged bigint, more boolean)
@@ -47,21 +56,27 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_finished_before timestamptz;
     v_history_before timestamptz;
+    v_producer_before timestamptz;
     v_count bigint;
 BEGIN
-    IF p_finished_seconds IS NULL OR p_history_seconds IS NULL OR p_limit IS NULL
+    IF p_finished_seconds IS NULL OR p_history_seconds IS NULL OR p_producer_seconds IS NULL
+       OR p_limit IS NULL
        OR NOT (p_finished_seconds > 0 AND p_finished_seconds <= 1e9)
        OR NOT (p_history_seconds > 0 AND p_history_seconds <= 1e9)
+       OR NOT (p_producer_seconds > 0 AND p_producer_seconds <= 1e9)
        OR p_limit < 1 OR p_limit > 1000000 THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('purge_history_v1: finished_seconds (%s) and history_seconds (%s) must be '
-                             'more than 0 and at most 1e9, limit (%s) from 1 to 1000000',
+            MESSAGE = format('purge_history_v1: finished_seconds (%s), history_seconds (%s) and '
+                             'producer_seconds (%s) must be more than 0 and at most 1e9, limit (%s) '
+                             'from 1 to 1000000',
                              coalesce(p_finished_seconds::text, 'NULL'), coalesce(p_history_seconds::text, 'NULL'),
-                             coalesce(p_limit::text, 'NULL')),
-            HINT = 'pass how long finished transactions and other history are kept, in seconds';
+                             coalesce(p_producer_seconds::text, 'NULL'), coalesce(p_limit::text, 'NULL')),
+            HINT = 'pass how long finished transactions, other history and idle producers are kept, '
+                   'in seconds';
     END IF;
     v_finished_before := now() - make_interval(secs => p_finished_seconds);
     v_history_before := now() - make_interval(secs => p_history_seconds);
+    v_producer_before := now() - make_interval(secs => p_producer_seconds);
 
     -- Finished transactions, whole (the CTEs' deletes run whatever the last
     -- statement does; its count is the transactions').
@@ -153,6 +168,26 @@ BEGIN
             LIMIT p_limit);
     GET DIAGNOSTICS v_count = ROW_COUNT;
     relation := 'consumer_waiters'; purged := v_count; more := v_count = p_limit;
+    RETURN NEXT;
+
+    WITH idle AS (
+        SELECT p.producer_id, p.topic_id FROM txnq.producers p
+         WHERE p.last_seen_at < v_producer_before
+           AND NOT EXISTS (SELECT 1 FROM txnq.transactional_ids x WHERE x.transactional_id = p.name)
+           AND NOT EXISTS (
+               SELECT 1 FROM txnq.producer_sequences q
+                 JOIN txnq.entries e ON e.topic_id = q.topic_id AND e.partition = q.partition
+                                    AND e.entry_offset = q.recent_offsets[cardinality(q.recent_offsets)]
+                WHERE q.topic_id = p.topic_id AND q.producer_id = p.producer_id
+                  AND e.publish_time >= v_producer_before)
+         LIMIT p_limit
+    ), gone_sequences AS (
+        DELETE FROM txnq.producer_sequences q USING idle i
+         WHERE q.topic_id = i.topic_id AND q.producer_id = i.producer_id
+    )
+    DELETE FROM txnq.producers p USING idle i WHERE p.producer_id = i.producer_id;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    relation := 'producers'; purged := v_count; more := v_count = p_limit;
     RETURN NEXT;
 END;
 $$;
