@@ -71,6 +71,9 @@ class Settings:
     history_retention_seconds: float = 7 * 86_400.0
     producer_expiry_seconds: float = 7 * 86_400.0
     purge_interval_seconds: float = 600.0
+    # txnq.txn_log is partitioned by time, one partition per this long; a
+    # partition is dropped whole once its transactions are purged.
+    txn_log_partition_seconds: float = 86_400.0
     ttl_check_interval_seconds: float = 300.0
     # Consumer liveness: a consumer that has not renewed its lease for this long
     # is gone, and failover hands its partitions to the next consumer.
@@ -158,11 +161,17 @@ class Settings:
             "history_retention_seconds",
             "producer_expiry_seconds",
             "purge_interval_seconds",
+            "txn_log_partition_seconds",
             "shutdown_timeout_seconds",
             "poll_interval_seconds",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"{name.upper()} must be longer than zero")
+        if not 1 <= self.txn_log_partition_seconds <= 31 * 86_400:
+            raise ConfigurationError(
+                "TXN_LOG_PARTITION_SECONDS must be from 1 second to 31 days, "
+                f"not {self.txn_log_partition_seconds:g}"
+            )
         if self.log_format not in ("auto", "json", "text"):
             raise ConfigurationError(
                 f"LOG_FORMAT must be one of auto, json, text, not {self.log_format!r}"

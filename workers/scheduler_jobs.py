@@ -222,9 +222,11 @@ def purge_history(context: JobContext) -> str | None:
     """Delete the history older than its retention (finished transactions, GC
     runs, dropped entry logs, deleted ledgers, long-expired consumers)."""
     report = lifecycle.purge_history(context.client)
-    if not report.items:
-        return None
-    return "purged " + ", ".join(f"{p.rows} {p.relation}" for p in report.items)
+    said = [f"{p.rows} {p.relation}" for p in report.items if isinstance(p, lifecycle.Purged)]
+    partitions = [p for p in report.items if isinstance(p, lifecycle.TxnLogPartition)]
+    if partitions:
+        said.append(", ".join(f"txn_log partition {p.partition} {p.action}" for p in partitions))
+    return ("purged " + "; ".join(said)) if said else None
 
 
 def gc_doctor(context: JobContext) -> str | None:

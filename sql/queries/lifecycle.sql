@@ -274,3 +274,7 @@ SELECT active_entry_log_id FROM txnq.config
 SELECT relation, purged, more
   FROM txnq.purge_history_v1(%(finished_seconds)s, %(history_seconds)s, %(producer_seconds)s,
                                %(limit)s)
+
+-- name: txn_log_maintain
+SELECT action, partition_name
+  FROM txnq.txn_log_maintain_v1(%(partition_seconds)s, %(ahead)s, %(keep_seconds)s)

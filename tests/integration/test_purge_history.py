@@ -55,18 +55,24 @@ def test_finished_transactions_go_whole_after_their_retention_and_open_ones_stay
     assert count(dsn, "txn_log") > 0
 
     kept = lifecycle.purge_history(client, finished_txn_seconds=3600, history_seconds=3600)
-    assert not [p for p in kept.items if p.relation == "transactions"]
+    assert not [p for p in kept.items if getattr(p, "relation", "") == "transactions"]
     assert count(dsn, "transactions") == 3
 
     time.sleep(1.1)
     report = lifecycle.purge_history(client, finished_txn_seconds=1, history_seconds=3600)
 
-    assert {p.relation: p.rows for p in report.items}["transactions"] == 2
+    assert {p.relation: p.rows for p in report.items if isinstance(p, lifecycle.Purged)}[
+        "transactions"
+    ] == 2
     assert count(dsn, "transactions") == 1
     open_row = "tc_id = %s AND txn_seq = %s" % still_open.txn_id  # noqa: UP031 - integers
     assert count(dsn, "transactions", open_row) == 1
-    assert count(dsn, "txn_log", f"NOT ({open_row})") == 0
     assert count(dsn, "txn_partitions", f"NOT ({open_row})") == 0
+    # Their log rows moved from the default partition into today's when the
+    # first run made it; they go with it once the day is over
+    # (test_txn_log_is_partitioned_by_time_...), never row by row.
+    assert count(dsn, "txn_log_default") == 0
+    assert count(dsn, "txn_log", open_row) >= 1
     still_open.commit()
     # The committed message is still read; the aborted one is still hidden
     # (its range stays in aborted_txns while its entries exist).
@@ -101,7 +107,7 @@ def test_history_goes_after_its_retention_but_a_ledger_row_outlives_its_entries(
 
     report = lifecycle.purge_history(client, finished_txn_seconds=3600, history_seconds=3600)
 
-    purged = {p.relation: p.rows for p in report.items}
+    purged = {p.relation: p.rows for p in report.items if isinstance(p, lifecycle.Purged)}
     # The entries of the deleted ledgers are still in the active entry log:
     # their rows stay, or GC would count those entries live forever.
     assert "ledgers" not in purged
@@ -124,7 +130,7 @@ def test_history_goes_after_its_retention_but_a_ledger_row_outlives_its_entries(
         "WHERE state = 'DROPPED'",
     )
     report = lifecycle.purge_history(client, finished_txn_seconds=3600, history_seconds=3600)
-    purged = {p.relation: p.rows for p in report.items}
+    purged = {p.relation: p.rows for p in report.items if isinstance(p, lifecycle.Purged)}
     assert purged["ledgers"] == deleted
     assert purged["entry_logs"] == 1
     assert count(dsn, "ledgers", "state = 'DELETED'") == 0
@@ -173,7 +179,9 @@ def test_an_idle_producer_is_purged_and_registers_again_at_its_next_send(
         client, finished_txn_seconds=3600, history_seconds=3600, producer_seconds=3600
     )
 
-    assert {p.relation: p.rows for p in report.items}["producers"] == 2
+    assert {p.relation: p.rows for p in report.items if isinstance(p, lifecycle.Purged)}[
+        "producers"
+    ] == 2
     assert sorted(r[0] for r in sql(dsn, "SELECT name FROM txnq.producers")) == ["busy2"]
     assert (
         count(
@@ -188,3 +196,39 @@ def test_an_idle_producer_is_purged_and_registers_again_at_its_next_send(
     values = [m.value for m in receive_messages(reader, 5)]
     assert sorted(values) == sorted([b"before", b"busy-old", b"busy-new", b"after", b"after2"])
     assert count(dsn, "producers", "name = 'idle'") == 1
+
+
+def test_txn_log_is_partitioned_by_time_and_a_partition_goes_whole_once_purged(
+    dsn: str, client: txnq.Client
+) -> None:
+    """Partitions are made ahead; the log rows of new transactions land in
+    them, not in the default; once a period ended and its transactions were
+    purged, its partition is dropped (no row-by-row delete)."""
+    assert (
+        sql_value(dsn, "SELECT relkind FROM pg_class WHERE oid = 'txnq.txn_log'::regclass") == "p"
+    )
+    client.admin.create_topic("orders", partitions=1)
+    with txnq.Client(dsn, txn_log_partition_seconds=2) as fast:
+        made = lifecycle.purge_history(fast, finished_txn_seconds=3600, history_seconds=3600)
+        created = [p.partition for p in made.items if isinstance(p, lifecycle.TxnLogPartition)]
+        assert len(created) == 3  # this period and two ahead
+        finished_transactions(fast)
+        assert count(dsn, "txn_log_default") == 0
+        assert count(dsn, "txn_log") >= 4
+        kept = lifecycle.purge_history(fast, finished_txn_seconds=1, history_seconds=3600)
+        assert not [p for p in kept.items if getattr(p, "action", "") == "dropped"]
+        time.sleep(4.2)  # their period ended, and the keep time after it
+
+        report = lifecycle.purge_history(fast, finished_txn_seconds=1, history_seconds=3600)
+
+    dropped = [p.partition for p in report.items if getattr(p, "action", "") == "dropped"]
+    assert dropped, report.items
+    assert count(dsn, "transactions") == 0
+    assert count(dsn, "txn_log") == 0
+    for name in dropped:
+        assert sql_value(dsn, "SELECT to_regclass(%s) IS NULL", (f"txnq.{name}",))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for args in ((None, 2, 1), (0, 2, 1), (1, -1, 1), (1, 2, 0), (3e6, 2, 1)):
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute("SELECT * FROM txnq.txn_log_maintain_v1(%s, %s, %s)", args)
+            assert raised.value.sqlstate == "TQ005"

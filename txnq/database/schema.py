@@ -289,6 +289,9 @@ txn_log = Table(
     Column("reason", Text),
     Column("detail", Text),
     Index("txn_log_by_txn", "tc_id", "txn_seq"),
+    # Revision 0020: by time, each period a partition (txn_log_<start>, made
+    # and dropped by txnq.txn_log_maintain_v1), and txn_log_default.
+    postgresql_partition_by="RANGE (at)",
 )
 
 txn_buffer_ongoing = Table(

@@ -60,7 +60,7 @@ from txnq.lifecycle.entry_logs import (
 )
 from txnq.lifecycle.job_failures import JobFailure
 from txnq.lifecycle.limits import LOCK_TIMEOUT, MAX_AGE_SECONDS
-from txnq.lifecycle.purge import PURGE_BATCH_ROWS, Purged, purge_history
+from txnq.lifecycle.purge import PURGE_BATCH_ROWS, Purged, TxnLogPartition, purge_history
 from txnq.lifecycle.report import RECORDED_FAILURES, LifecycleReport, record_run
 from txnq.lifecycle.retention import DeletedLedger, apply_retention
 from txnq.lifecycle.ttl import CursorExpiry, expire_ttl
@@ -109,6 +109,7 @@ __all__ = [
     "Purged",
     "QuotaBreach",
     "Shrunk",
+    "TxnLogPartition",
     "Vacuumed",
     "apply_retention",
     "check_backlog_quotas",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from txnq import errors
 from txnq.lifecycle.limits import MAX_AGE_SECONDS, check_number
@@ -23,12 +23,23 @@ PURGE_BATCH_ROWS = 10_000
 #: Calls per run at most: a run never holds the database longer than this
 #: many batches; what is left waits for the next run.
 PURGE_MAX_BATCHES = 20
+#: txn_log partitions made ahead of the current period.
+TXN_LOG_PERIODS_AHEAD = 2
 
 
 @dataclass(frozen=True)
 class Purged:
     relation: str
     rows: int
+
+
+@dataclass(frozen=True)
+class TxnLogPartition:
+    """A time partition of txnq.txn_log made (ahead) or dropped (its
+    transactions all purged) by txnq.txn_log_maintain_v1."""
+
+    action: str
+    partition: str
 
 
 def purge_history(
@@ -39,7 +50,9 @@ def purge_history(
     producer_seconds: float | None = None,
     batch_rows: int = PURGE_BATCH_ROWS,
 ) -> LifecycleReport:
-    """Delete the history older than its retention: finished transactions
+    """Delete the history older than its retention, then keep txn_log's time
+    partitions (made ahead, dropped once their transactions are purged):
+    finished transactions
     after ``finished_txn_seconds`` (default: the setting
     FINISHED_TXN_RETENTION_SECONDS), the rest after ``history_seconds``
     (HISTORY_RETENTION_SECONDS), producers idle for ``producer_seconds``
@@ -84,6 +97,23 @@ def purge_history(
         if not any(row["more"] for row in rows):
             break
     report.items.extend(Purged(relation, count) for relation, count in totals.items() if count)
+    partitions = [
+        TxnLogPartition(row["action"], row["partition_name"])
+        for row in client.query(
+            "txn_log_maintain",
+            {
+                "partition_seconds": settings.txn_log_partition_seconds,
+                "ahead": TXN_LOG_PERIODS_AHEAD,
+                "keep_seconds": finished,
+            },
+        )
+    ]
+    report.items.extend(partitions)
     if report.items:
-        record_run(client, report, sum(i.rows for i in report.items), dict(sorted(totals.items())))
+        details: dict[str, Any] = dict(sorted(totals.items()))
+        details["txn_log_partitions"] = {
+            action: [p.partition for p in partitions if p.action == action]
+            for action in ("created", "dropped")
+        }
+        record_run(client, report, len(report.items), details)
     return report

@@ -9,12 +9,14 @@
 --   transactions     COMMITTED or ABORTED (the marker phase finished) longer
 --                    than p_finished_seconds ago, and no sink
 --                    (txnq.sink_transactions) still names them; with them
---                    their txn_log, txn_partitions and txn_subscriptions rows
---                    (pending acks and the transaction buffer went at
---                    completion). A client that asks about such a
+--                    their txn_partitions and txn_subscriptions rows (pending
+--                    acks and the transaction buffer went at completion; their
+--                    txn_log rows go with their time partition,
+--                    txnq.txn_log_maintain_v1). A client that asks about such a
 --                    transaction afterwards gets TQ014 (unknown), as Kafka's
 --                    coordinator forgets expired transactional state.
---   txn_log          rows of transactions that no longer exist.
+--   txn_log_default  rows of transactions that no longer exist (rows that
+--                    fell outside every time partition of txnq.txn_log).
 --   aborted_txns     an aborted transaction's range of a partition once no
 --                    entry of that partition at or below its marker is left
 --                    (retention and GC removed them): nothing is left to hide.
@@ -87,8 +89,6 @@ BEGIN
                             WHERE s.tc_id = t.tc_id AND s.txn_seq = t.txn_seq)
          ORDER BY t.completed_at
          LIMIT p_limit
-    ), gone_log AS (
-        DELETE FROM txnq.txn_log l USING picked p WHERE l.tc_id = p.tc_id AND l.txn_seq = p.txn_seq
     ), gone_partitions AS (
         DELETE FROM txnq.txn_partitions x USING picked p WHERE x.tc_id = p.tc_id AND x.txn_seq = p.txn_seq
     ), gone_subscriptions AS (
@@ -99,17 +99,17 @@ BEGIN
     relation := 'transactions'; purged := v_count; more := v_count = p_limit;
     RETURN NEXT;
 
-    -- Log rows of transactions that are gone (deleted before this function
-    -- existed, or by hand).
-    DELETE FROM txnq.txn_log l
+    -- Log rows of transactions that are gone, in the default partition only:
+    -- the time partitions go whole (txnq.txn_log_maintain_v1).
+    DELETE FROM txnq.txn_log_default l
      WHERE l.ctid = ANY (ARRAY(
-           SELECT o.ctid FROM txnq.txn_log o
+           SELECT o.ctid FROM txnq.txn_log_default o
             WHERE o.at < v_finished_before
               AND NOT EXISTS (SELECT 1 FROM txnq.transactions t
                                WHERE t.tc_id = o.tc_id AND t.txn_seq = o.txn_seq)
             LIMIT p_limit));
     GET DIAGNOSTICS v_count = ROW_COUNT;
-    relation := 'txn_log'; purged := v_count; more := v_count = p_limit;
+    relation := 'txn_log_default'; purged := v_count; more := v_count = p_limit;
     RETURN NEXT;
 
     DELETE FROM txnq.aborted_txns a
