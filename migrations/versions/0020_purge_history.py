@@ -4,8 +4,8 @@ issue 20 asked that a topic run for months with its database staying the
 same size. Finished transactions (with their log, partitions and
 subscriptions), aborted ranges nothing is left to hide, DELETED ledgers
 whose entries are gone, DROPPED entry logs, GC runs, consumers whose lease
-expired long ago, and producers (a new random name per producer instance)
-were kept forever. txnq.purge_history_v1 deletes them once older than the
+expired long ago, producers (a new random name per producer instance) and
+transactional ids were kept forever. txnq.purge_history_v1 deletes them once older than the
 retention the scheduler's `purge_history` job passes
 (FINISHED_TXN_RETENTION_SECONDS, HISTORY_RETENTION_SECONDS,
 PRODUCER_EXPIRY_SECONDS), a bounded number per call. docs/lifecycle.md has
@@ -18,6 +18,11 @@ day) and drops a partition whole once it ended more than
 FINISHED_TXN_RETENTION_SECONDS ago and every transaction with a row in it
 was purged, so the log is never deleted row by row. Runs are recorded in
 txnq.gc_runs as job 'purge' (the check constraint gains it).
+
+A forgotten transactional id starts again above every epoch it had:
+txnq.config.transactional_epoch_floor, raised by the purge, is where
+init_transactional_id_v3 starts a new id (v2 becomes its wrapper), so a
+session of the forgotten id that wakes up later is fenced.
 
 grant_roles_v4 puts both functions in the scheduler class (grant_roles_v2's
 lists predate them) and runs at the end. Downgrade drops them, the 'purge'
@@ -44,6 +49,8 @@ SQL_FILES = [
     "0020/schema/0020_purge_history.sql",
     "0020/schema/0020_txn_log_partitions.sql",
     "0020/functions/txn_log_maintain_v1.sql",
+    "0020/functions/init_transactional_id_v3.sql",
+    "0020/functions/init_transactional_id_v2.sql",
     "0020/functions/purge_history_v1.sql",
     "0020/functions/grant_roles_v4.sql",
 ]
@@ -68,6 +75,8 @@ DOWNGRADE = [
     "DROP FUNCTION txnq.purge_history_v1(double precision, double precision, double precision, "
     "integer)",
     "DROP FUNCTION txnq.txn_log_maintain_v1(double precision, integer, double precision)",
+    "DROP FUNCTION txnq.init_transactional_id_v3(text)",
+    "ALTER TABLE txnq.config DROP COLUMN transactional_epoch_floor",
     "DROP FUNCTION txnq.grant_roles_v4()",
     "SELECT txnq.grant_roles_v3()",
 ]
@@ -79,6 +88,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    apply_sql_files(op.get_bind(), ["0015/functions/init_transactional_id_v2.sql"])
     driver_connection = op.get_bind().connection.driver_connection
     for statement in DOWNGRADE:
         driver_connection.execute(statement)

@@ -1,57 +1,12 @@
--- txnq.init_transactional_id_v2: start a producer session for a transactional
--- id (Kafka's InitProducerId): bump its epoch, which fences every older
--- session, and decide ABORTING (reason fenced) for the transactions the older
--- sessions left open (invariant 6). v2 (revision 0015) checks the caller's
--- permission on each transaction it would abort, before changing anything;
--- init_transactional_id_v1 becomes a wrapper of it.
---
--- Parameters: transactional_id (1 to 200 of A-Z a-z 0-9 . _ -).
--- Returns one row: epoch (this session's), fenced_tc_ids[], fenced_txn_seqs[]
---   (the transactions aborted here: the caller completes them, or workers do).
--- Permissions: txnq.authorize_txn_v1 for every open transaction of the id
---   (fencing aborts it: only who may end it may fence it).
--- Locks: the transactional id row (bind_txn_v2 reads it FOR SHARE, so a
---   concurrent bind of the older session either lands before, and its
---   transaction is aborted here, or sees the new epoch and is fenced), then the
---   open transactions of the id.
--- Errors: TQ005 bad transactional id, TQ018 not permitted.
+-- txnq.init_transactional_id_v2: a thin wrapper of init_transactional_id_v3
+-- since revision 0020 (a new id starts at the epoch floor). Revision 0015
+-- made v2 check the caller's permission on each transaction it aborts.
 CREATE OR REPLACE FUNCTION txnq.init_transactional_id_v2(
     p_transactional_id text,
     OUT epoch integer,
     OUT fenced_tc_ids integer[],
     OUT fenced_txn_seqs bigint[]
 )
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF p_transactional_id IS NULL OR p_transactional_id !~ '^[A-Za-z0-9._-]{1,200}$' THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('transactional id %s is not valid: use 1 to 200 of A-Z a-z 0-9 . _ -',
-                             coalesce(quote_literal(left(p_transactional_id, 250)), 'NULL')),
-            HINT = 'pick a valid transactional id; nothing was changed';
-    END IF;
-    INSERT INTO txnq.transactional_ids AS x (transactional_id) VALUES (p_transactional_id)
-    ON CONFLICT ON CONSTRAINT transactional_ids_pkey
-    DO UPDATE SET epoch = x.epoch + 1, updated_at = now()
-    RETURNING x.epoch INTO epoch;
-    -- After the epoch bump (which holds the id's row, so no bind slips in
-    -- between): a refusal rolls the bump back with everything else.
-    PERFORM txnq.authorize_txn_v1(t.tc_id, t.txn_seq)
-       FROM txnq.transactions t
-      WHERE t.transactional_id = p_transactional_id AND t.state = 'OPEN' AND t.producer_epoch < epoch;
-    WITH fenced AS (
-        UPDATE txnq.transactions t SET state = 'ABORTING', reason = 'fenced', decided_at = now()
-         WHERE t.transactional_id = p_transactional_id AND t.state = 'OPEN' AND t.producer_epoch < epoch
-        RETURNING t.tc_id, t.txn_seq
-    ), logged AS (
-        INSERT INTO txnq.txn_log (tc_id, txn_seq, state, reason, detail)
-        SELECT f.tc_id, f.txn_seq, 'ABORTING', 'fenced',
-               format('transactional id %s epoch %s took over', p_transactional_id, epoch)
-          FROM fenced f
-        RETURNING txn_log.tc_id, txn_log.txn_seq
-    )
-    SELECT coalesce(array_agg(l.tc_id ORDER BY l.tc_id, l.txn_seq), '{}'),
-           coalesce(array_agg(l.txn_seq ORDER BY l.tc_id, l.txn_seq), '{}')
-      INTO fenced_tc_ids, fenced_txn_seqs
-      FROM logged l;
-END;
+LANGUAGE sql AS $$
+    SELECT i.epoch, i.fenced_tc_ids, i.fenced_txn_seqs FROM txnq.init_transactional_id_v3(p_transactional_id) i
 $$;

@@ -25,7 +25,7 @@ SELECT txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s)
 SELECT txnq.bind_txn_v2(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
 
 -- name: init_transactional_id
-SELECT epoch, fenced_tc_ids, fenced_txn_seqs FROM txnq.init_transactional_id_v2(%(transactional_id)s)
+SELECT epoch, fenced_tc_ids, fenced_txn_seqs FROM txnq.init_transactional_id_v3(%(transactional_id)s)
 
 -- name: txn_state
 SELECT state, reason FROM txnq.txn_state_v1(%(txn_tc)s, %(txn_seq)s)

@@ -54,6 +54,9 @@ config = Table(
     Column("backlog_quota_default_limit_bytes", BigInteger, nullable=False),
     Column("backlog_quota_default_limit_seconds", Double, nullable=False),
     Column("backlog_quota_default_policy", Text, nullable=False),
+    # Revision 0020: the epoch a new transactional id starts at (raised by
+    # the history purge above the epochs of the ids it forgets).
+    Column("transactional_epoch_floor", Integer, nullable=False, server_default=text("0")),
 )
 
 topics = Table(

@@ -38,6 +38,14 @@
 --                    Kafka's producer id expiration: the Python producer
 --                    registers again when its next append is refused
 --                    (txnq/producer/base.py).
+--   transactional_ids  not initialised for p_producer_seconds, no
+--                    transaction of theirs opened since or unfinished, no
+--                    sink naming them; with the producers named after them.
+--                    Kafka's transactional.id.expiration.ms. The epoch floor
+--                    (txnq.config.transactional_epoch_floor) rises above
+--                    their epochs first: the id starts again above them
+--                    (init_transactional_id_v3), so a session of the
+--                    forgotten id that wakes up is fenced.
 --
 -- Parameters: finished_seconds, history_seconds, producer_seconds (> 0, at
 --   most 1e9), limit (1 .. 1,000,000).
@@ -188,6 +196,32 @@ BEGIN
     DELETE FROM txnq.producers p USING idle i WHERE p.producer_id = i.producer_id;
     GET DIAGNOSTICS v_count = ROW_COUNT;
     relation := 'producers'; purged := v_count; more := v_count = p_limit;
+    RETURN NEXT;
+
+    WITH idle AS (
+        SELECT x.transactional_id, x.epoch FROM txnq.transactional_ids x
+         WHERE x.updated_at < v_producer_before
+           AND NOT EXISTS (SELECT 1 FROM txnq.transactions t
+                            WHERE t.transactional_id = x.transactional_id
+                              AND (t.state NOT IN ('COMMITTED', 'ABORTED') OR t.opened_at >= v_producer_before))
+           AND NOT EXISTS (SELECT 1 FROM txnq.sink_transactions k WHERE k.transactional_id = x.transactional_id)
+         LIMIT p_limit
+         FOR UPDATE OF x SKIP LOCKED
+    ), floor_raised AS (
+        UPDATE txnq.config c
+           SET transactional_epoch_floor = greatest(c.transactional_epoch_floor,
+                                                    (SELECT max(i.epoch) + 1 FROM idle i))
+         WHERE EXISTS (SELECT 1 FROM idle)
+    ), producers_gone AS (
+        DELETE FROM txnq.producers p USING idle i WHERE p.name = i.transactional_id
+        RETURNING p.producer_id, p.topic_id
+    ), sequences_gone AS (
+        DELETE FROM txnq.producer_sequences q USING producers_gone g
+         WHERE q.topic_id = g.topic_id AND q.producer_id = g.producer_id
+    )
+    DELETE FROM txnq.transactional_ids x USING idle i WHERE x.transactional_id = i.transactional_id;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    relation := 'transactional_ids'; purged := v_count; more := v_count = p_limit;
     RETURN NEXT;
 END;
 $$;

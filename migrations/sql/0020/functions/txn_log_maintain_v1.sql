@@ -8,10 +8,12 @@
 --
 -- Partitions are named txn_log_<start, UTC, yyyymmddThhmmss> and cover
 -- [start, start + p_partition_seconds); the periods are aligned to the Unix
--- epoch. A period that would overlap an existing partition (the width was
--- changed) is skipped: its rows land in txn_log_default, which the history
--- purge cleans row by row. Rows of a new period already in txn_log_default
--- move into its partition as it is made.
+-- epoch. Only periods starting at least half a period (at most a minute)
+-- from now are made (the body says why); a period that would overlap an
+-- existing partition (the width was changed) is skipped. Rows of a period
+-- without a partition land in txn_log_default, which the history purge
+-- cleans row by row (right after the upgrade: until the first period made
+-- ahead begins).
 --
 -- Parameters: partition_seconds (1 s, for tests and the soak, to 31 days),
 --   ahead (0 .. 100 periods), keep_seconds (> 0, at most 1e9).
@@ -19,8 +21,9 @@
 --   'dropped'), partition (its name).
 -- Locks: SHARE UPDATE EXCLUSIVE on txnq.txn_log and ACCESS EXCLUSIVE on
 --   txn_log_default to attach (the default's rows are checked), ACCESS
---   EXCLUSIVE on txnq.txn_log to detach; each waits at most lock_timeout
---   (2 s here), then the partition is left for the next run.
+--   EXCLUSIVE on txnq.txn_log to detach (transactions' state changes wait
+--   behind it); each waits at most 100 ms, then the partition is left for
+--   the next run.
 -- Errors: TQ005 an argument NULL or out of range.
 CREATE OR REPLACE FUNCTION txnq.txn_log_maintain_v1(
     p_partition_seconds double precision,
@@ -48,23 +51,30 @@ BEGIN
                              coalesce(p_keep_seconds::text, 'NULL')),
             HINT = 'TXN_LOG_PARTITION_SECONDS and FINISHED_TXN_RETENTION_SECONDS give them';
     END IF;
-    PERFORM set_config('lock_timeout', '2s', true);
+    PERFORM set_config('lock_timeout', '100ms', true);
     v_start := to_timestamp(floor(extract(epoch FROM now()) / p_partition_seconds) * p_partition_seconds);
-    FOR i IN 0 .. p_ahead LOOP
+    FOR i IN 0 .. p_ahead + 1 LOOP
         v_lo := v_start + make_interval(secs => i * p_partition_seconds);
         v_hi := v_lo + make_interval(secs => p_partition_seconds);
+        -- Only periods that start in the future (by half a period, at most a
+        -- minute): an insert routes its row with the partitions it saw when
+        -- it started, so attaching the range it is writing into would send
+        -- its row to txn_log_default, which the new range no longer allows
+        -- (a check violation in the writer's transaction). A period missed
+        -- that way keeps its rows in txn_log_default.
+        CONTINUE WHEN v_lo < clock_timestamp() + make_interval(secs => least(60, p_partition_seconds / 2));
         v_name := 'txn_log_' || to_char(v_lo AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISS');
         CONTINUE WHEN to_regclass(format('txnq.%I', v_name)) IS NOT NULL;
         BEGIN
             EXECUTE format('CREATE TABLE txnq.%I (LIKE txnq.txn_log INCLUDING DEFAULTS)', v_name);
-            EXECUTE format('WITH moved AS (DELETE FROM txnq.txn_log_default d WHERE d.at >= %L AND d.at < %L '
-                           'RETURNING d.*) INSERT INTO txnq.%I SELECT * FROM moved', v_lo, v_hi, v_name);
             EXECUTE format('ALTER TABLE txnq.txn_log ATTACH PARTITION txnq.%I FOR VALUES FROM (%L) TO (%L)',
                            v_name, v_lo, v_hi);
             action := 'created'; partition_name := v_name;
             RETURN NEXT;
-        EXCEPTION WHEN invalid_object_definition OR lock_not_available THEN
-            NULL;  -- overlaps a partition of another width, or busy: rows go to the default
+        EXCEPTION WHEN invalid_object_definition OR check_violation OR lock_not_available THEN
+            -- Overlaps a partition of another width, the default already holds
+            -- rows of it (a clock set back), or busy: its rows go to the default.
+            NULL;
         END;
     END LOOP;
     FOR r IN
