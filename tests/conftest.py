@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -96,11 +97,21 @@ def _start_container() -> _Server:
     )
 
 
+def free_tcp_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing holds now. An embedded server of a
+    test starts on one: the fixed default port (5477) belongs to the developer's
+    own ./.txnq, and test servers running at once must not collide on it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 def _start_embedded() -> _Server:
     from txnq.database.embedded import EmbeddedServer
 
     home = tempfile.mkdtemp(prefix="txnq-test-pg-")
-    server = EmbeddedServer(home=home)
+    server = EmbeddedServer(home=home, port=free_tcp_port())
 
     def close() -> None:
         try:

@@ -36,6 +36,10 @@ class Settings:
 
     dsn: str | None = None
     home: str = ".txnq"
+    # The TCP port of the embedded server under HOME (txnq.database.embedded):
+    # unset, the port that home used before, else 5477. The home keeps it, so a
+    # DSN stays valid across restarts.
+    embedded_port: int | None = None
     tc_count: int = 16
     txn_default_timeout: float = 60.0
     txn_max_timeout: float = 900.0
@@ -134,6 +138,10 @@ class Settings:
             raise ConfigurationError(
                 f"METRICS_PORT must be a TCP port from 1 to 65535 (0: any free port), "
                 f"not {self.metrics_port}"
+            )
+        if self.embedded_port is not None and not 0 < self.embedded_port <= 65535:
+            raise ConfigurationError(
+                f"EMBEDDED_PORT must be a TCP port from 1 to 65535, not {self.embedded_port}"
             )
         if not self.metrics_host.strip():
             raise ConfigurationError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 COPIER = Path(__file__).resolve().parent / "copier.py"
 
 
+def _free_port() -> int:
+    """A port nothing holds now: the run's server must not take the fixed
+    default port (5477) of the developer's own embedded server."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 class OwnedServer:
     """An embedded PostgreSQL this run starts, restarts and stops."""
 
@@ -30,7 +40,7 @@ class OwnedServer:
         from txnq.database.embedded import EmbeddedServer
 
         self.home = tempfile.mkdtemp(prefix="txnq-chaos-pg-")
-        self.server = EmbeddedServer(home=self.home)
+        self.server = EmbeddedServer(home=self.home, port=_free_port())
         self.dsn = ""
 
     def start(self) -> str:

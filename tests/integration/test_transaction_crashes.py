@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import txnq
+from tests.conftest import free_tcp_port
 from tests.helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
 from txnq.database.embedded import EmbeddedServer
 from txnq.database.migrate import upgrade
@@ -188,7 +189,7 @@ def test_postgresql_crash_in_the_marker_phase(tmp_path: Path) -> None:
     """PostgreSQL itself dies (immediate stop: no checkpoint, WAL replay at the
     next start) after the decision and one partition's marker; once it is back,
     a worker completes the commit with every marker written once."""
-    server = EmbeddedServer(tmp_path / "crashing")
+    server = EmbeddedServer(tmp_path / "crashing", port=free_tcp_port())
     dsn = server.start()
     try:
         upgrade(dsn)

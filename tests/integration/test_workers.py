@@ -33,6 +33,7 @@ import pytest
 from psycopg import sql as pgsql
 
 import txnq
+from tests.conftest import free_tcp_port
 from tests.helpers import drop_role, receive_messages, sql, wait_until
 from txnq.database import migrate
 
@@ -311,7 +312,7 @@ def own_server() -> Iterator[tuple[Any, str]]:
     from txnq.database.embedded import EmbeddedServer
 
     home = tempfile.mkdtemp(prefix="txnq-test-restart-")
-    server = EmbeddedServer(home)
+    server = EmbeddedServer(home, port=free_tcp_port())
     try:
         dsn = server.start()
         migrate.upgrade(dsn)

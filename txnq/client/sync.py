@@ -45,7 +45,7 @@ class Client(ClientBase):
         self.embedded: EmbeddedServer | None = None
         dsn = dsn or self.settings.dsn
         if dsn is None:
-            self.embedded = EmbeddedServer(self.settings.home)
+            self.embedded = EmbeddedServer(self.settings.home, port=self.settings.embedded_port)
             dsn = self.embedded.start()
             upgrade(dsn, settings=self.settings)
         self.dsn: str = dsn

@@ -7,11 +7,17 @@ the server's life cycle under one *home* directory (``./.txnq`` by default)::
 
     <home>/pgdata         the data directory (initdb'd once)
     <home>/postgres.log   the server log (pg_ctl -l)
+    <home>/port           the TCP port this home's server listens on, kept across restarts
     <home>/server.json    port, pid and DSN of the running server, for tools
     <home>/.lock          flock'd while starting or stopping
 
-The server listens on ``127.0.0.1`` only, on a free port picked at first start,
-with no Unix socket. It outlives the process that started it: a later
+The server listens on ``127.0.0.1`` only, with no Unix socket, on one port per
+home: the ``port`` given (the ``EMBEDDED_PORT`` setting), else the port the
+home used before, else :data:`DEFAULT_PORT`. The home remembers the port it
+started on, so a DSN taken from one start stays valid after a restart (as
+``pulsar standalone`` listens where it listened yesterday). A port that another
+program holds is an error that says how to choose another, never a silent move
+to a new port. The server outlives the process that started it: a later
 :meth:`EmbeddedServer.start` on the same home finds it running and reuses it,
 and :meth:`EmbeddedServer.stop` is the way to shut it down. It is a real server
 (``fsync`` stays on), not a throwaway fixture.
@@ -42,7 +48,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from txnq.errors import ServerUnavailableError
+from txnq.errors import InvalidArgumentError, ServerUnavailableError
 
 with warnings.catch_warnings():
     # Importing the wheel's package builds its own Unix-socket server class,
@@ -56,7 +62,15 @@ with warnings.catch_warnings():
         ensure_user_exists,
     )
 
-__all__ = ["DATABASE", "SUPERUSER", "SYSTEM_USER", "EmbeddedServer", "default_server"]
+__all__ = [
+    "DATABASE",
+    "DEFAULT_PORT",
+    "SUPERUSER",
+    "SYSTEM_USER",
+    "EmbeddedServer",
+    "check_port",
+    "default_server",
+]
 
 #: The database txnq uses on the embedded server.
 DATABASE = "txnq"
@@ -68,13 +82,18 @@ MAINTENANCE_DATABASE = "postgres"
 SYSTEM_USER = "embedded_postgres"
 
 HOST = "127.0.0.1"
+#: The port of a home that names none and has not started before: beside
+#: PostgreSQL's 5432, so a system server and the embedded one do not collide.
+DEFAULT_PORT = 5477
 START_TIMEOUT_SECONDS = 60
 STOP_TIMEOUT_SECONDS = 60
 # How long start() waits for a postmaster that is starting or stopping.
 SETTLE_SECONDS = 10
-# A free port is picked, released, then handed to postgres; another process may
-# take it in between. That is rare, so a couple of retries cover it.
-PORT_ATTEMPTS = 3
+# How to choose another port, for the errors that say a port is taken.
+PORT_ADVICE = (
+    "choose another with TXNQ_EMBEDDED_PORT=PORT (or embedded_port in txnq.toml, or "
+    "--port PORT on `txnq standalone` and `txnq server start`); the home keeps it"
+)
 LOG_TAIL_LINES = 25
 
 # Settings for a queue's workload, on the command line so that they hold even
@@ -155,17 +174,34 @@ class EmbeddedServer:
     at the same server when the working directory changes.
     """
 
-    def __init__(self, home: str | os.PathLike[str] = ".txnq") -> None:
+    def __init__(self, home: str | os.PathLike[str] = ".txnq", *, port: int | None = None) -> None:
         self.home: Path = Path(home).expanduser().resolve()
         self.data_dir: Path = self.home / "pgdata"
         self.log_path: Path = self.home / "postgres.log"
         self.state_path: Path = self.home / "server.json"
+        self.port_path: Path = self.home / "port"
         self._lock_path: Path = self.home / ".lock"
+        self._requested_port = None if port is None else check_port(port, what="port")
 
     def __repr__(self) -> str:
         return f"EmbeddedServer(home={str(self.home)!r})"
 
     # -- state --------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The port this home's server listens on when it starts: the one asked
+        for, else the one the home used before, else :data:`DEFAULT_PORT`."""
+        if self._requested_port is not None:
+            return self._requested_port
+        return self._remembered_port() or DEFAULT_PORT
+
+    def _remembered_port(self) -> int | None:
+        try:
+            text = self.port_path.read_text().strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() and 0 < int(text) < 65536 else None
 
     def is_running(self) -> bool:
         """True when a server for this data dir runs and answers on 127.0.0.1."""
@@ -184,10 +220,11 @@ class EmbeddedServer:
         """A snapshot for humans and tools: running, pid, port, dsn, data_dir, version."""
         postmaster = _Postmaster.read(self.data_dir)
         running = postmaster is not None and postmaster.serves_tcp()
-        port = postmaster.port if postmaster is not None and running else None
+        port = postmaster.port if postmaster is not None and running else self.port
         return {
             "running": running,
             "pid": postmaster.pid if postmaster is not None and running else None,
+            # Stopped: the port (and DSN) the next start listens on.
             "port": port,
             "dsn": _dsn(port) if port is not None else None,
             "home": str(self.home),
@@ -218,11 +255,19 @@ class EmbeddedServer:
                         f"(pg_ctl -D {self.data_dir} -m fast stop) and call start() again."
                         + self._log_tail()
                     )
+                if not _port_free(self.port):  # before initdb: fail fast, change nothing
+                    raise self._port_taken(self.port)
                 system_user = self._prepare_files()
                 if not (self.data_dir / "PG_VERSION").exists():
                     self._initdb(system_user)
                 postmaster = self._start_postgres(system_user)
             assert postmaster.port is not None  # serves_tcp() checked it
+            if self._requested_port not in (None, postmaster.port):
+                raise ServerUnavailableError(
+                    f"the embedded PostgreSQL under {self.home} already runs on port "
+                    f"{postmaster.port}, not on the port {self._requested_port} asked for: "
+                    "stop it first (`txnq server stop`) to move it, or drop the port setting"
+                )
             # server.json is written last, once the txnq database exists: when
             # it names this very postmaster, there is nothing left to do (and
             # no CREATE DATABASE error in the log on every reuse).
@@ -335,43 +380,52 @@ class EmbeddedServer:
             ) from error
 
     def _start_postgres(self, system_user: str | None) -> _Postmaster:
-        last_error: Exception | None = None
-        for _ in range(PORT_ATTEMPTS):
-            port = _free_port()
-            # -k '' : no Unix socket at all; TCP on 127.0.0.1 is the only way in.
-            options = [f"-h {HOST}", f"-p {port}", "-k ''"]
-            # pg_ctl hands -o to a shell: quote each setting.
-            options += [
-                f"-c {shlex.quote(f'{name}={value}')}" for name, value in SERVER_SETTINGS.items()
-            ]
-            log_size = self.log_path.stat().st_size
-            try:
-                self._pg_ctl(
-                    [
-                        *("-w", "-t", str(START_TIMEOUT_SECONDS), "-l", str(self.log_path)),
-                        *("-o", " ".join(options), "start"),
-                    ],
-                    system_user,
-                )
-            except subprocess.CalledProcessError as error:
-                last_error = error
-                if "could not bind" in self._log_since(log_size):
-                    continue  # someone took the port in between: pick another
-                break
-            except subprocess.TimeoutExpired as error:
-                last_error = error
-                break
+        port = self.port
+        # -k '' : no Unix socket at all; TCP on 127.0.0.1 is the only way in.
+        options = [f"-h {HOST}", f"-p {port}", "-k ''"]
+        # pg_ctl hands -o to a shell: quote each setting.
+        options += [
+            f"-c {shlex.quote(f'{name}={value}')}" for name, value in SERVER_SETTINGS.items()
+        ]
+        log_size = self.log_path.stat().st_size
+        error: Exception | None = None
+        try:
+            self._pg_ctl(
+                [
+                    *("-w", "-t", str(START_TIMEOUT_SECONDS), "-l", str(self.log_path)),
+                    *("-o", " ".join(options), "start"),
+                ],
+                system_user,
+            )
+        except subprocess.CalledProcessError as failed:
+            if "could not bind" in self._log_since(log_size):
+                # Another program took the port between the check and the start.
+                raise self._port_taken(port) from failed
+            error = failed
+        except subprocess.TimeoutExpired as failed:
+            error = failed
+        if error is None:
             postmaster = _Postmaster.read(self.data_dir)
             if postmaster is not None and postmaster.serves_tcp():
+                self._remember_port(port)
                 return postmaster
-            last_error = None
-            break
-        detail = f": {_output(last_error)}" if last_error is not None else ""
+        detail = f": {_output(error)}" if error is not None else ""
         raise ServerUnavailableError(
             f"PostgreSQL did not start from {self.data_dir}{detail}. Read {self.log_path}; "
             "if another server holds the data dir, stop it; if the data dir is damaged, "
             "move it away to start afresh." + self._log_tail()
-        ) from last_error
+        ) from error
+
+    def _port_taken(self, port: int) -> ServerUnavailableError:
+        return ServerUnavailableError(
+            f"port {port} on {HOST} is taken by another program, so the embedded PostgreSQL "
+            f"under {self.home} cannot listen there: stop that program, or {PORT_ADVICE}"
+        )
+
+    def _remember_port(self, port: int) -> None:
+        temporary = self.port_path.with_suffix(".tmp")
+        temporary.write_text(f"{port}\n")
+        temporary.replace(self.port_path)
 
     def _ensure_database(self, port: int) -> None:
         try:
@@ -473,15 +527,27 @@ def default_server(home: str | None = None) -> EmbeddedServer:
     return EmbeddedServer(home or os.environ.get("TXNQ_HOME") or ".txnq")
 
 
+def check_port(port: int, *, what: str) -> int:
+    """``port`` when it is a TCP port number (1 to 65535), else InvalidArgumentError."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise InvalidArgumentError(f"{what} must be a TCP port from 1 to 65535, not {port!r}")
+    return port
+
+
 def _dsn(port: int, database: str = DATABASE) -> str:
     return f"postgresql://{SUPERUSER}@{HOST}:{port}/{database}"
 
 
-def _free_port() -> int:
+def _port_free(port: int) -> bool:
+    """True when nothing listens on (or holds) ``HOST:port``: PostgreSQL could bind it."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
+        # As PostgreSQL binds: SO_REUSEADDR, so a port in TIME_WAIT counts as free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+        return True
 
 
 def _port_answers(port: int) -> bool:
