@@ -206,6 +206,16 @@ _SECOND_SETTINGS = {
 }
 
 
+def setting_unit(name: str) -> str | None:
+    """``bytes`` or ``seconds`` for a setting measured in them, else None (how
+    ``txnq config show`` writes its value: 1GiB, 600s)."""
+    if name in _BYTE_SETTINGS or name == "backlog_quota_default_limit_bytes":
+        return "bytes"
+    if name in _SECOND_SETTINGS:
+        return "seconds"
+    return None
+
+
 def _coerce(name: str, value: Any) -> Any:
     kind = {f.name: f.type for f in fields(Settings)}[name]
     where = f"setting {name.upper()} (env TXNQ_{name.upper()})"

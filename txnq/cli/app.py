@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import psycopg
 import sqlalchemy.exc
 import typer
-from typer.core import TyperGroup
 
 from txnq import __version__, errors
 from txnq.cli import (
@@ -27,30 +26,36 @@ from txnq.cli import (
     txn,
     worker,
 )
-from txnq.cli.output import fail, first_line
+from txnq.cli.help_format import Commands, TxnqGroup
+from txnq.cli.output import fail, first_line, set_json_output
 
 
-class _TxnqGroup(TyperGroup):
-    """The root group: txnq's errors end the command with one red line and exit code 1."""
+class _RootGroup(TxnqGroup):
+    """The root group: txnq's errors end the command with one red line (one JSON
+    object under --json) on standard error and exit code 1."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except errors.TxnqError as exc:
-            fail(str(exc))
+            fail(str(exc), kind=type(exc).__name__)
         except (psycopg.OperationalError, sqlalchemy.exc.OperationalError) as exc:
-            fail(f"PostgreSQL is unavailable: {first_line(exc)}; check --dsn / TXNQ_DSN")
+            fail(
+                f"PostgreSQL is unavailable: {first_line(exc)}; check --dsn / TXNQ_DSN",
+                kind="ServerUnavailableError",
+            )
 
 
-app = typer.Typer(
+app = Commands(
     name="txnq",
-    cls=_TxnqGroup,
+    cls=_RootGroup,
     help="txnq: a transactional message queue on PostgreSQL (topics, partitions, "
-    "subscriptions, idempotent producers). Every command that talks to a database takes "
-    "--dsn (default TXNQ_DSN, else the embedded PostgreSQL under ./.txnq); most take "
-    "--json for machine-readable output.",
+    "subscriptions, idempotent producers, transactions).\n\n"
+    "Every command that talks to a database takes --dsn URL (default: TXNQ_DSN, else the "
+    "embedded PostgreSQL under ./.txnq, started if needed, which keeps running: `txnq "
+    "server stop` stops it). Every command that prints results takes --json; the workers "
+    "log instead (--log-format json).",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_show_locals=False,
 )
 
@@ -94,6 +99,7 @@ def _root(
         ),
     ] = None,
 ) -> None:
+    set_json_output(False)  # until a command's --json says otherwise
     if config is not None:
         os.environ["TXNQ_CONFIG"] = str(config)
 

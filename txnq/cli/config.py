@@ -6,10 +6,11 @@ from typing import Annotated
 
 import typer
 
+from txnq.cli.help_format import Commands
 from txnq.cli.options import JsonOption, LogFormatOption, MetricsHostOption, MetricsPortOption
-from txnq.cli.output import note, print_json, print_tables, table
+from txnq.cli.output import Column, duration_text, note, print_json, print_tables, size_text, table
 
-config_app = typer.Typer(
+config_app = Commands(
     help="The effective settings: flags, then TXNQ_* variables, then the config file, "
     "then defaults.",
     no_args_is_help=True,
@@ -58,11 +59,28 @@ def config_show(
         )
         return
     rows = [
-        [name.upper(), "unset" if value is None else value, sources[name]]
+        [name.upper(), sources[name].split(" ", 1)[0], _value_text(name, value)]
         for name, value in values.items()
     ]
-    print_tables(table("Settings", ["Setting", "Value", "Source"], rows))
+    print_tables(table("Settings", ["Setting", "Source", Column("Value", "payload")], rows))
     note(
         f"Config file: {path if path is not None else 'none (no TXNQ_CONFIG, no ./txnq.toml)'}; "
-        "environment variables are TXNQ_<SETTING>."
+        "source env is the variable TXNQ_<SETTING>."
     )
+
+
+def _value_text(name: str, value: object) -> str:
+    """A setting's value as a person reads it: sizes and durations with their
+    unit (each reads back as the same setting), -1 limits as 'no limit'."""
+    from txnq.settings import setting_unit
+
+    unit = setting_unit(name)
+    if value is None:
+        return "unset"
+    if unit is not None and isinstance(value, int | float) and value < 0:
+        return "no limit"
+    if unit == "bytes" and isinstance(value, int):
+        return size_text(value)
+    if unit == "seconds" and isinstance(value, int | float):
+        return duration_text(value)
+    return str(value)

@@ -12,13 +12,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from txnq import Message, MessageId, errors
 from txnq.cli.options import DsnOption, JsonOption, open_client
-from txnq.cli.output import console, note, print_json
+from txnq.cli.output import Column, console, note, print_json, table
 from txnq.durations import parse_duration
 
 if TYPE_CHECKING:
@@ -50,26 +49,38 @@ def _message_dict(message: Message) -> dict[str, Any]:
     }
 
 
-def _messages_table(messages: list[Message], *, header: bool) -> Table:
-    # Fixed widths, so the tables of successive batches line up as one.
-    table = Table(box=box.SIMPLE_HEAD, show_header=header, show_edge=False, expand=True)
-    table.add_column("Partition", justify="right", width=9, no_wrap=True)
-    table.add_column("Offset", justify="right", width=10, no_wrap=True)
-    table.add_column("Index", justify="right", width=5, no_wrap=True)
-    table.add_column("Key", width=12, overflow="fold")
-    table.add_column("Properties", width=16, overflow="fold")
-    table.add_column("Value", ratio=1, overflow="fold")
+#: The columns of the messages table: the value last, the one that gives way.
+MESSAGE_COLUMNS: list[str | Column] = [
+    "Partition",
+    "Offset",
+    "Index",
+    Column("Key", "text"),
+    Column("Properties", "text"),
+    Column("Value", "payload"),
+]
+
+
+def _messages_table(messages: list[Message], *, header: bool, widths: list[int]) -> Table:
+    """One batch of messages as a table; ``widths`` (the previous batch's, updated
+    in place) only grow, so the tables of successive batches line up."""
+    rows: list[list[object]] = []
     for m in messages:
         value, encoding = _value_text(m.value)
-        table.add_row(
-            str(m.partition),
-            str(m.offset),
-            str(m.message_id.batch_index),
-            Text("-" if m.key is None else m.key),
-            Text(", ".join(f"{k}={v}" for k, v in m.properties.items())),
-            Text(value) if encoding == "utf-8" else Text(f"hex:{value}", style="dim"),
+        properties = ", ".join(f"{k}={v}" for k, v in m.properties.items())
+        rows.append(
+            [
+                m.partition,
+                m.offset,
+                m.message_id.batch_index,
+                Text("-" if m.key is None else m.key),
+                Text(properties or "-"),
+                Text(value) if encoding == "utf-8" else Text(f"hex:{value}", style="dim"),
+            ]
         )
-    return table
+    result = table(None, MESSAGE_COLUMNS, rows, floors=[*widths[:-1], 0] if widths else None)
+    result.show_header = header
+    widths[:] = [column.width or 0 for column in result.columns]
+    return result
 
 
 @contextmanager
@@ -93,6 +104,7 @@ def consume(
         typer.Option(
             "--subscription",
             "-s",
+            metavar="NAME",
             show_default=False,
             help="Subscription to read through; created on first use.",
         ),
@@ -185,6 +197,7 @@ def _receive_and_print(
     """Print messages until ``count`` (0: no limit) or ``idle_limit`` seconds
     without one (0: no limit); ``received`` stays true when interrupted."""
     idle_since = time.monotonic()
+    widths: list[int] = []
     while count == 0 or received.count < count:
         wait = 1.0 if idle_limit == 0 else idle_limit - (time.monotonic() - idle_since)
         if wait <= 0:
@@ -215,4 +228,4 @@ def _receive_and_print(
             for message in batch:
                 print_json(_message_dict(message), lines=True)
         else:
-            console.print(_messages_table(batch, header=first))
+            console.print(_messages_table(batch, header=first, widths=widths))

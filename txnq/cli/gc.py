@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from txnq.cli.help_format import Commands
 from txnq.cli.options import DsnOption, JsonOption, LimitOption, open_client
 from txnq.cli.output import (
+    Column,
     console,
+    count_text,
     duration_text,
     fail,
     note,
@@ -28,7 +31,7 @@ from txnq.durations import parse_duration
 if TYPE_CHECKING:
     from txnq.lifecycle import LifecycleReport
 
-gc_app = typer.Typer(
+gc_app = Commands(
     help="The message lifecycle on demand: TTL, retention and entry-log GC; their history.",
     no_args_is_help=True,
 )
@@ -75,7 +78,15 @@ def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
             tables.append(
                 table(
                     "Backlog quota: subscriptions over",
-                    ["Topic", "Subscription", "Over", "Backlog", "Oldest", "Policy", "Evicted"],
+                    [
+                        "Topic",
+                        "Subscription",
+                        "Over",
+                        "Backlog size",
+                        "Oldest",
+                        "Policy",
+                        "Evicted entries",
+                    ],
                     (
                         [
                             i.topic,
@@ -98,7 +109,15 @@ def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
             tables.append(
                 table(
                     "Entry-log GC" + (" (dry run)" if report.dry_run else ""),
-                    ["Entry log", "Table", "Entries", "Live", "Live share", "On disk", "Action"],
+                    [
+                        "Entry log",
+                        "Table",
+                        "Entries",
+                        "Live entries",
+                        "Live share",
+                        "On disk",
+                        "Action",
+                    ],
                     (
                         [
                             i.entry_log_id,
@@ -124,7 +143,7 @@ def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
 def _failures_table(title: str, report: LifecycleReport) -> Table:
     return table(
         title,
-        ["Topic", "Partition", "What", "Error"],
+        ["Topic", "Partition", "What", Column("Error", "payload")],
         ([f.topic, f.partition, f.subject, f.error] for f in report.failures),
     )
 
@@ -200,7 +219,12 @@ def gc_run(
         print_tables(*_gc_tables(reports))
         reclaimed = sum(r.reclaimed_bytes for r in reports if r.job == "gc")
         verb = "would reclaim" if dry_run else "reclaimed"
-        console.print(f"Entry-log GC {verb} {size_text(reclaimed)}", highlight=False)
+        examined = sum(len(r.items) for r in reports if r.job == "gc")
+        console.print(
+            f"Entry-log GC {verb} {size_text(reclaimed)} "
+            f"({count_text(examined, 'entry log')} to drop or compact)",
+            highlight=False,
+        )
         rolled = [r.rolled_to_entry_log for r in reports if r.rolled_to_entry_log is not None]
         if rolled:
             console.print(
@@ -261,7 +285,15 @@ def gc_doctor(
         print_tables(
             table(
                 "Orphan ledgers",
-                ["Topic id", "Partition", "Ledger", "State", "Offsets", "Reason", "Removed"],
+                [
+                    "Topic id",
+                    "Partition",
+                    "Ledger",
+                    "State",
+                    "Offsets",
+                    Column("Reason", "text"),
+                    "Removed",
+                ],
                 (
                     [
                         i.topic_id,
@@ -303,7 +335,7 @@ def gc_doctor(
             ),
             table(
                 "Inactive subscriptions",
-                ["Topic", "Subscription", "Type", "Last active", "Backlog", "Removed"],
+                ["Topic", "Subscription", "Type", "Last active", "Backlog entries", "Removed"],
                 (
                     [
                         i.topic,
@@ -355,7 +387,16 @@ def gc_history(
     print_tables(
         table(
             "Lifecycle runs",
-            ["Run", "Job", "Dry run", "Started", "Items", "Bytes", "Failures", "Details"],
+            [
+                "Run",
+                "Job",
+                "Dry run",
+                "Started",
+                "Items",
+                "Size",
+                "Failures",
+                Column("Details", "payload"),
+            ],
             (
                 [
                     r["run_id"],
@@ -388,7 +429,7 @@ def gc_failures(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
         print_tables(
             table(
                 "Failing now",
-                ["Job", "Topic", "Partition", "What", "Runs", "Since", "Error"],
+                ["Job", "Topic", "Partition", "What", "Runs", "Since", Column("Error", "payload")],
                 (
                     [
                         r["job"],

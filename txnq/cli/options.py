@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from txnq import Client, errors
-from txnq.cli.output import note
+from txnq.cli.output import note, set_json_output
 from txnq.settings import load_settings
 
 if TYPE_CHECKING:
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 # -- the database -----------------------------------------------------------------
 
 _DSN_DEFAULT_HELP = (
-    "Default: TXNQ_DSN (or dsn in txnq.toml); when neither is set, the embedded "
-    "PostgreSQL under TXNQ_HOME (default ./.txnq), started if it is not running."
+    "Default: TXNQ_DSN (or dsn in txnq.toml), else the embedded PostgreSQL under "
+    "TXNQ_HOME (./.txnq), started if needed."
 )
 
 DsnOption = Annotated[
@@ -37,7 +37,7 @@ DsnOption = Annotated[
         "--dsn",
         metavar="URL",
         show_default=False,
-        help="PostgreSQL URL of a migrated txnq database, e.g. "
+        help="PostgreSQL URL of a migrated txnq database, such as "
         "postgresql://user@host:5432/db. " + _DSN_DEFAULT_HELP,
     ),
 ]
@@ -59,17 +59,42 @@ HomeOption = Annotated[
         metavar="DIR",
         show_default=False,
         file_okay=False,
-        help="Home directory of the embedded server (data, log, server.json). "
+        help="Home directory of the embedded server (data, log, port, server.json). "
         "Default: TXNQ_HOME, else ./.txnq.",
     ),
 ]
 
 
-def embedded_server(home: Path | None) -> EmbeddedServer:
-    """The embedded server under ``home``, else under TXNQ_HOME (default ./.txnq)."""
+def _embedded_port(value: int | None) -> int | None:
+    from txnq.database.embedded import check_port
+
+    try:
+        return None if value is None else check_port(value, what="--port")
+    except errors.InvalidArgumentError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--port ")) from None
+
+
+PortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--port",
+        metavar="PORT",
+        callback=_embedded_port,
+        show_default=False,
+        help="TCP port of the embedded server on 127.0.0.1; the home keeps it for "
+        "later starts. Default: TXNQ_EMBEDDED_PORT, else the port the home used "
+        "before, else 5477.",
+    ),
+]
+
+
+def embedded_server(home: Path | None, port: int | None = None) -> EmbeddedServer:
+    """The embedded server under ``home``, else under TXNQ_HOME (default ./.txnq),
+    on ``port``, else TXNQ_EMBEDDED_PORT, else the port its home keeps."""
     from txnq.database.embedded import EmbeddedServer
 
-    return EmbeddedServer(home if home is not None else load_settings().home)
+    settings = load_settings(embedded_port=port)
+    return EmbeddedServer(home if home is not None else settings.home, port=settings.embedded_port)
 
 
 @contextmanager
@@ -80,7 +105,7 @@ def open_client(dsn: str | None) -> Iterator[Client]:
         server = embedded_server(Path(settings.home))
         if not server.is_running():
             note(
-                f"Starting the embedded PostgreSQL under {server.home} "
+                f"Starting the embedded PostgreSQL under {server.home} on port {server.port} "
                 "(it keeps running; stop it with `txnq server stop`)"
             )
     client = Client(dsn or None, settings=settings)
@@ -95,22 +120,33 @@ def open_client(dsn: str | None) -> Iterator[Client]:
 JsonOption = Annotated[
     bool,
     typer.Option(
-        "--json", help="Print machine-readable JSON to standard output instead of tables."
+        "--json",
+        callback=set_json_output,
+        help="Print JSON on standard output instead of tables; an error is then one "
+        "JSON object on standard error.",
     ),
 ]
-LimitOption = Annotated[int, typer.Option("--limit", help="At most this many, newest first.")]
+LimitOption = Annotated[
+    int, typer.Option("--limit", metavar="N", help="Show at most N, newest first.")
+]
 
 
 # -- processes: workers and standalone --------------------------------------------
 
 LogLevelOption = Annotated[
-    Literal["DEBUG", "INFO", "WARNING", "ERROR"],
-    typer.Option("--log-level", case_sensitive=False, help="Logging level of the workers."),
+    Literal["debug", "info", "warning", "error"],
+    typer.Option(
+        "--log-level",
+        metavar="LEVEL",
+        case_sensitive=False,
+        help="Logging level of the workers.",
+    ),
 ]
 LogFormatOption = Annotated[
     Literal["auto", "json", "text"] | None,
     typer.Option(
         "--log-format",
+        metavar="FORMAT",
         case_sensitive=False,
         show_default=False,
         help="Log lines as JSON or text; auto: JSON unless standard error is a terminal. "

@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import typer
 from rich import box
@@ -42,13 +43,32 @@ _SQLALCHEMY_LINK = re.compile(r"\s*\(Background on this error at: [^)]*\)")
 
 # -- errors and notes -------------------------------------------------------------
 
+# Whether the command runs with --json: its errors are then one JSON object on
+# standard error. The root command resets it, the --json option sets it.
+_json_output = False
 
-def fail(message: str) -> NoReturn:
-    """Print the error as one red line and exit with code 1. Details that follow
-    on further lines (e.g. the tail of the embedded server's log) come dim below."""
+
+def set_json_output(value: bool) -> bool:
+    """Record whether the command prints JSON (the --json option's callback)."""
+    global _json_output
+    _json_output = bool(value)
+    return value
+
+
+def fail(message: str, *, kind: str = "TxnqError") -> NoReturn:
+    """Print the error and exit with code 1: one red line on standard error, or
+    under --json one JSON object (``{"error": ..., "type": ..., "exit_code": 1}``).
+    Details that follow on further lines (e.g. the tail of the embedded
+    server's log) come dim below the line, or as ``details`` in the JSON."""
     from txnq.logs import redact
 
     first, _, details = redact(_SQLALCHEMY_LINK.sub("", message)).strip().partition("\n")
+    if _json_output:
+        error: dict[str, Any] = {"error": first, "type": kind, "exit_code": 1}
+        if details.strip():
+            error["details"] = details.strip()
+        typer.echo(json.dumps(error), err=True)
+        raise typer.Exit(1)
     err_console.print(
         f"error: {first}", style="bold red", markup=False, highlight=False, soft_wrap=True
     )
@@ -90,9 +110,12 @@ def print_json(data: object, *, lines: bool = False) -> None:
 
 
 # -- values as text ---------------------------------------------------------------
+# Every number a person reads carries its unit, and "nothing" reads as a word:
+# a retention of 0 keeps nothing ("none"), -1 keeps everything ("infinite").
 
 
 def duration_text(seconds: float | None) -> str:
+    """``7d``, ``90s``, ``1.5s``; None: ``none``; negative: ``infinite``."""
     if seconds is None:
         return "none"
     if seconds < 0:
@@ -106,12 +129,11 @@ def duration_text(seconds: float | None) -> str:
 
 
 def size_text(size: int | None) -> str:
+    """``5MiB``, ``4.8MiB``, ``512B``, ``0B``; None: ``none``; negative: ``infinite``."""
     if size is None:
         return "none"
     if size < 0:
         return "infinite"
-    if size == 0:
-        return "0"
     for unit, factor in (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
         if size >= factor:
             if size % factor == 0:
@@ -120,8 +142,24 @@ def size_text(size: int | None) -> str:
     return f"{size}B"
 
 
+def kept_text(value: float | None, text: Callable[[Any], str]) -> str:
+    """A retention limit: 0 keeps nothing (``none``), -1 keeps all (``infinite``)."""
+    if value is None or value == 0:
+        return "none"
+    return text(value)
+
+
+def count_text(count: int, unit: str) -> str:
+    """``1 message``, ``3 entries``: a count with its unit, singular or plural."""
+    if count == 1:
+        return f"1 {unit}"
+    plural = unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
+    return f"{count} {plural}"
+
+
 def time_text(value: datetime | None) -> str:
-    """Local time to the second; JSON output keeps the full ISO 8601 value."""
+    """The one form of a time in tables: local time to the second, e.g.
+    ``2026-01-31 12:00:00``, never wrapped. JSON keeps the full ISO 8601 value."""
     if value is None:
         return "-"
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
@@ -130,54 +168,107 @@ def time_text(value: datetime | None) -> str:
 # -- tables -----------------------------------------------------------------------
 
 
-def table(title: str, columns: list[str], rows: Iterable[list[object]]) -> Table:
-    """A table of ``rows``: integers right-aligned, datetimes as local time, None as '-'."""
+@dataclass(frozen=True)
+class Column:
+    """A table column and how it gives way when the table is wider than the
+    terminal: ``fixed`` values (names, numbers, states, sizes, times) never
+    wrap, only their header wraps between its words; ``text`` (reasons,
+    errors) wraps between words; a ``payload`` (a message's value, JSON
+    details) is the last column, shrinks first and wraps anywhere."""
+
+    header: str
+    kind: Literal["fixed", "text", "payload"] = "fixed"
+
+
+#: A payload column keeps at least this width (or its widest value, if less).
+PAYLOAD_MIN_WIDTH = 20
+
+
+def table(
+    title: str | None,
+    columns: Sequence[str | Column],
+    rows: Iterable[Sequence[object]],
+    *,
+    floors: Sequence[int] | None = None,
+) -> Table:
+    """A table of ``rows``: integers right-aligned, datetimes as :func:`time_text`,
+    None as '-'. Columns shrink in the order :class:`Column` gives, so no word
+    of a header or of a short value is ever broken. ``floors``: widths no
+    column may go below (successive tables of ``consume`` line up)."""
+    specs = [c if isinstance(c, Column) else Column(c) for c in columns]
+    if any(spec.kind == "payload" for spec in specs[:-1]):
+        raise ValueError("a payload column must be the last one")
     cells = [[_cell(value) for value in row] for row in rows]
     result = Table(
         title=title,
         box=box.SIMPLE_HEAD,
         collapse_padding=True,
         pad_edge=False,
+        show_edge=False,
         title_justify="left",
         title_style="bold",
     )
-    widths = _fit_widths(
-        [[Text(column), *(row[i] for row in cells)] for i, column in enumerate(columns)]
-    )
-    for index, column in enumerate(columns):
+    widths = fit_widths(specs, cells, console.width, floors)
+    for index, spec in enumerate(specs):
         numeric = bool(cells) and all(row[index].plain.lstrip("-").isdigit() for row in cells)
         result.add_column(
-            column,
+            spec.header,
             justify="right" if numeric else "left",
             width=widths[index],
-            overflow="fold",
+            no_wrap=spec.kind == "fixed",
+            overflow="fold" if spec.kind == "payload" else "ellipsis",
         )
     for row in cells:
         result.add_row(*row)
     return result
 
 
-def _fit_widths(columns: list[list[Text]]) -> list[int]:
-    """Column widths that fit the console. When the table is too wide, the column
-    with the most room to spare gives up what is needed (down to its longest
-    word), then the next one: headers and times wrap between words while numbers
-    and names stay whole. (Rich itself shrinks all columns evenly, cutting
-    numbers and names.)"""
-    widest = [max(text.cell_len for text in column) for column in columns]
-    shortest = [
-        max((len(word) for text in column for word in text.plain.split()), default=1)
-        for column in columns
+def fit_widths(
+    specs: Sequence[Column],
+    cells: Sequence[Sequence[Text]],
+    width: int,
+    floors: Sequence[int] | None = None,
+) -> list[int]:
+    """Column widths within ``width``: each column as wide as its widest value;
+    when the table is too wide, payloads give first (down to
+    PAYLOAD_MIN_WIDTH), then text columns (down to their longest word, the one
+    with most to spare first), then headers of several words (down to their
+    longest word). Still too wide: rich truncates fixed values with '…'."""
+    count = len(specs)
+    natural = [
+        max([Text(spec.header).cell_len, *(row[i].cell_len for row in cells)])
+        for i, spec in enumerate(specs)
     ]
-    # The table's frame (see table()): two characters per column.
-    excess = sum(widest) + 2 * len(columns) - console.width
-    while excess > 0:
-        index = max(range(len(columns)), key=lambda i: widest[i] - shortest[i])
-        give = min(excess, widest[index] - shortest[index])
-        if give <= 0:
-            break  # narrower than the table can be: rich crops what is left
-        widest[index] -= give
-        excess -= give
-    return widest
+    header_word = [max(len(word) for word in spec.header.split()) for spec in specs]
+    value_width = [max((row[i].cell_len for row in cells), default=1) for i in range(count)]
+    longest_word = [
+        max((len(word) for row in cells for word in row[i].plain.split()), default=1)
+        for i in range(count)
+    ]
+    floor = []
+    for i, spec in enumerate(specs):
+        if spec.kind == "payload":
+            least = min(natural[i], max(PAYLOAD_MIN_WIDTH, header_word[i]))
+        elif spec.kind == "text":
+            least = max(header_word[i], longest_word[i])
+        else:
+            least = max(header_word[i], value_width[i])
+        floor.append(max(least, floors[i] if floors else 0))
+    widths = [max(n, f) for n, f in zip(natural, floor, strict=True)]
+    # The table's frame (see table()): two spaces between columns, no edges.
+    excess = sum(widths) + 2 * (count - 1) - width
+    for kinds in (("payload",), ("text",), ("fixed",)):
+        while excess > 0:
+            candidates = [i for i in range(count) if specs[i].kind in kinds]
+            if not candidates:
+                break
+            index = max(candidates, key=lambda i: widths[i] - floor[i])
+            give = min(excess, widths[index] - floor[index])
+            if give <= 0:
+                break
+            widths[index] -= give
+            excess -= give
+    return widths
 
 
 def _cell(value: object) -> Text:
@@ -191,7 +282,8 @@ def _cell(value: object) -> Text:
 
 
 def properties_table(title: str, rows: Iterable[tuple[str, object]]) -> Table:
-    """One object as a two-column table: property names in bold, then values."""
+    """One object as a two-column table: property names in bold, then values
+    (a value too long for the line wraps, as the last column does)."""
     result = Table(
         title=title, box=box.SIMPLE, show_header=False, title_justify="left", title_style="bold"
     )
@@ -203,8 +295,11 @@ def properties_table(title: str, rows: Iterable[tuple[str, object]]) -> Table:
 
 
 def print_tables(*tables: Table) -> None:
-    """Print each table, or a one-line note for one without rows."""
-    for each in tables:
+    """Print each table, or a one-line note for one without rows; a blank line
+    between two tables."""
+    for index, each in enumerate(tables):
+        if index and tables[index - 1].row_count:
+            console.print()
         if each.row_count:
             console.print(each)
         else:

@@ -6,18 +6,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.panel import Panel
-from rich.text import Text
 
 from txnq.cli.options import (
     HomeOption,
+    JsonOption,
     LogLevelOption,
     MetricsHostOption,
     MetricsPortOption,
+    PortOption,
     embedded_server,
 )
-from txnq.cli.output import configure_logging, console, err_console, note
+from txnq.cli.output import (
+    configure_logging,
+    console,
+    err_console,
+    note,
+    print_json,
+    properties_table,
+)
 from txnq.settings import load_settings
 
 if TYPE_CHECKING:
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
 
 def standalone(
     home: HomeOption = None,
+    port: PortOption = None,
     no_workers: Annotated[
         bool,
         typer.Option(
@@ -33,17 +40,20 @@ def standalone(
             help="Run PostgreSQL only, without the scheduler and coordinator workers.",
         ),
     ] = False,
-    log_level: LogLevelOption = "INFO",
+    log_level: LogLevelOption = "info",
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Run txnq on one machine in the foreground, like `pulsar standalone`.
 
-    Starts the embedded PostgreSQL (or reuses the one running under the home),
-    migrates it, runs the scheduler and a coordinator worker in this process and
-    prints the DSN. Ctrl-C or SIGTERM stops the workers, and stops PostgreSQL if
-    this command started it (a server that was already running keeps running).
-    With --metrics-port, one Prometheus endpoint serves the metrics of both workers.
+    Starts the embedded PostgreSQL (or reuses the one running under the home) on
+    its port (the same at every start, so the DSN stays valid), migrates it, runs
+    the scheduler and a coordinator worker in this process and prints the DSN
+    (with --json: one JSON object). Ctrl-C or SIGTERM stops the workers, and stops
+    PostgreSQL if this command started it (a server that was already running
+    keeps running). With --metrics-port, one Prometheus endpoint serves the
+    metrics of both workers.
     """
     from txnq.database.migrate import upgrade
     from txnq.metrics import MetricsServer, serve
@@ -52,7 +62,7 @@ def standalone(
 
     configure_logging(log_level)
     settings = load_settings(metrics_port=metrics_port, metrics_host=metrics_host)
-    server = embedded_server(home)
+    server = embedded_server(home, port)
     was_running = server.is_running()
     scheduler: Scheduler | None = None
     coordinator: CoordinatorThread | None = None
@@ -94,7 +104,11 @@ def standalone(
                     coordinator = CoordinatorThread(
                         CoordinatorWorker(dsn, settings, metrics=metrics)
                     ).start()
-                _print_standalone_banner(server, dsn, revision, was_running, scheduler, metrics)
+                banner = _banner(server, dsn, revision, was_running, scheduler, metrics)
+                if as_json:
+                    print_json(banner)
+                else:
+                    _print_banner(banner)
                 received = stop.wait()
                 note(f"Stopping ({received})...")
             finally:
@@ -105,37 +119,44 @@ def standalone(
         stop_everything()
 
 
-def _print_standalone_banner(
+def _banner(
     server: EmbeddedServer,
     dsn: str,
     revision: str,
     was_running: bool,
     scheduler: Any,
-    metrics: Any = None,
-) -> None:
-    status = server.status()
-    origin = "reused: it keeps running after this command" if was_running else "started"
+    metrics: Any,
+) -> dict[str, Any]:
+    """What is running, for the banner and --json."""
+    return {
+        "dsn": dsn,
+        "home": str(server.home),
+        "port": server.port,
+        "version": server.status()["version"],
+        "started": not was_running,
+        "revision": revision,
+        "jobs": None if scheduler is None else [job.name for job in scheduler.jobs],
+        "coordinator": scheduler is not None,
+        "metrics": None if metrics is None else metrics.url,
+    }
+
+
+def _print_banner(banner: dict[str, Any]) -> None:
+    origin = "started" if banner["started"] else "reused: it keeps running after this command"
     workers = (
         "none (--no-workers)"
-        if scheduler is None
-        else "scheduler (" + ", ".join(job.name for job in scheduler.jobs) + "), coordinator"
+        if banner["jobs"] is None
+        else "scheduler (" + ", ".join(banner["jobs"]) + "), coordinator"
     )
-    console.print(
-        Panel.fit(
-            Text.assemble(
-                ("txnq standalone is running\n\n", "bold green"),
-                ("Server      ", "bold"),
-                f"{status['version']} under {server.home} ({origin})\n",
-                ("Schema      ", "bold"),
-                f"revision {revision}\n",
-                ("Workers     ", "bold"),
-                workers,
-                *((("\nMetrics     ", "bold"), metrics.url) if metrics is not None else ()),
-            ),
-            box=box.ROUNDED,
-        )
-    )
-    console.print(Text.assemble(("DSN: ", "bold"), dsn), soft_wrap=True)
+    rows: list[tuple[str, object]] = [
+        ("server", f"{banner['version']} under {banner['home']} ({origin})"),
+        ("schema", f"revision {banner['revision']}"),
+        ("workers", workers),
+    ]
+    if banner["metrics"] is not None:
+        rows.append(("metrics", banner["metrics"]))
+    rows.append(("DSN", banner["dsn"]))
+    console.print(properties_table("txnq standalone is running", rows))
     console.print("Use it from another shell:", style="dim", highlight=False)
-    console.print(f"export TXNQ_DSN={dsn}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"export TXNQ_DSN={banner['dsn']}", markup=False, highlight=False, soft_wrap=True)
     console.print("Press Ctrl-C to stop.", style="dim", highlight=False)

@@ -8,20 +8,21 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from txnq.cli.help_format import Commands
 from txnq.cli.options import DsnOption, JsonOption, TopicArgument, open_client
 from txnq.cli.output import (
     console,
+    count_text,
     print_json,
     print_tables,
     properties_table,
     table,
-    time_text,
 )
 
 if TYPE_CHECKING:
     from txnq.admin import ConsumerInfo, CursorInfo, SubscriptionInfo
 
-subscriptions_app = typer.Typer(
+subscriptions_app = Commands(
     help="List, describe, reset and delete the subscriptions of a topic.", no_args_is_help=True
 )
 
@@ -35,7 +36,7 @@ def subscriptions_table(subscriptions: list[SubscriptionInfo]) -> Table:
     """The subscriptions of a topic (also part of `txnq topics describe`)."""
     return table(
         "Subscriptions",
-        ["Name", "Type", "Isolation", "Backlog", "Consumers", "Created"],
+        ["Name", "Type", "Isolation", "Backlog entries", "Consumers", "Created"],
         (
             [s.name, s.subscription_type, s.isolation, s.backlog_entries, s.consumers, s.created_at]
             for s in subscriptions
@@ -51,7 +52,7 @@ def _cursors_table(cursors: list[CursorInfo]) -> Table:
             "Mark-delete",
             "Max read",
             "High watermark",
-            "Backlog",
+            "Backlog entries",
             "Individual acks",
             "Updated",
         ],
@@ -117,9 +118,9 @@ def subscriptions_describe(
             [
                 ("type", s.subscription_type),
                 ("isolation", s.isolation),
-                ("backlog (entries)", s.backlog_entries),
+                ("backlog", count_text(s.backlog_entries, "entry")),
                 ("consumers", s.consumers),
-                ("created", time_text(s.created_at)),
+                ("created", s.created_at),
             ],
         )
     )

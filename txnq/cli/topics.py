@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from txnq.cli.help_format import Commands
 from txnq.cli.options import DsnOption, JsonOption, TopicArgument, open_client
 from txnq.cli.output import (
     console,
     duration_text,
+    kept_text,
     print_json,
     print_tables,
     properties_table,
@@ -26,9 +28,7 @@ if TYPE_CHECKING:
 
     from txnq.admin import BacklogQuotaInfo, PartitionInfo, TopicInfo, TopicPermission
 
-topics_app = typer.Typer(
-    help="Create, list, describe, grow and delete topics.", no_args_is_help=True
-)
+topics_app = Commands(help="Create, list, describe, grow and delete topics.", no_args_is_help=True)
 
 # -- options ----------------------------------------------------------------------
 
@@ -97,8 +97,8 @@ def _topic_table(topic: TopicInfo) -> Table:
         f"Topic {topic.name}",
         [
             ("partitions", topic.partitions),
-            ("retention", duration_text(topic.retention_seconds)),
-            ("retention size", size_text(topic.retention_bytes)),
+            ("retention", kept_text(topic.retention_seconds, duration_text)),
+            ("retention size", kept_text(topic.retention_bytes, size_text)),
             ("ttl", duration_text(topic.ttl_seconds)),
             ("max message size", size_text(topic.max_message_bytes)),
             ("backlog quota size", _quota_text(topic.backlog_quota_bytes, size_text)),
@@ -144,8 +144,8 @@ def _topics_table(topics: list[TopicInfo]) -> Table:
             [
                 t.name,
                 t.partitions,
-                duration_text(t.retention_seconds),
-                size_text(t.retention_bytes),
+                kept_text(t.retention_seconds, duration_text),
+                kept_text(t.retention_bytes, size_text),
                 duration_text(t.ttl_seconds),
                 size_text(t.max_message_bytes),
                 t.created_at,
@@ -187,7 +187,7 @@ def _partitions_table(partitions: list[PartitionInfo]) -> Table:
 def _grants_table(grants: list[TopicPermission]) -> Table:
     return table(
         "Permissions",
-        ["role", "topic or prefix", "kind", "action", "granted by", "granted at"],
+        ["Role", "Topic or prefix", "Kind", "Action", "Granted by", "Granted at"],
         [
             [
                 g.role if g.role_exists else f"{g.role} (dropped)",
@@ -195,7 +195,7 @@ def _grants_table(grants: list[TopicPermission]) -> Table:
                 g.kind,
                 g.action,
                 g.granted_by,
-                time_text(g.granted_at),
+                g.granted_at,
             ]
             for g in grants
         ],
@@ -218,7 +218,7 @@ def topics_create(
             metavar="DURATION",
             show_default=False,
             help="Keep acknowledged messages this long, e.g. 7d, 12h; 'infinite' keeps "
-            "them forever. Default: 0 (not kept).",
+            "them forever. Default: none (acknowledged messages are not kept).",
         ),
     ] = None,
     retention_size: Annotated[
@@ -227,8 +227,8 @@ def topics_create(
             "--retention-size",
             metavar="SIZE",
             show_default=False,
-            help="Cap the acknowledged messages kept, e.g. 10GiB; 'infinite' for no cap. "
-            "Default: 0.",
+            help="Keep acknowledged messages while they add up to at most this, e.g. "
+            "10GiB; 'infinite' for no cap. Default: none (not kept by size).",
         ),
     ] = None,
     ttl: Annotated[

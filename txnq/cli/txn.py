@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from txnq.cli.help_format import Commands
 from txnq.cli.options import DsnOption, JsonOption, LimitOption, open_client
 from txnq.cli.output import (
+    Column,
     console,
     duration_text,
     print_json,
@@ -22,7 +24,7 @@ from txnq.cli.output import (
 if TYPE_CHECKING:
     from txnq.admin import HangingTransaction, TransactionDescription, TransactionInfo
 
-transactions_app = typer.Typer(
+transactions_app = Commands(
     help="Inspect transactions, abort one, and find those that hang (hold read_committed "
     "consumers back).",
     no_args_is_help=True,
@@ -45,7 +47,7 @@ def _txns_table(transactions: list[TransactionInfo]) -> Table:
         [
             "Id",
             "State",
-            "Reason",
+            Column("Reason", "text"),
             "Opened",
             "Age",
             "Timeout",
@@ -108,7 +110,7 @@ def _txn_description_tables(d: TransactionDescription) -> list[Table]:
         ),
         table(
             "History",
-            ["At", "State", "Reason", "Detail"],
+            ["At", "State", "Reason", Column("Detail", "payload")],
             ([h.at, h.state, h.reason, h.detail] for h in d.history),
         ),
     ]
@@ -117,7 +119,16 @@ def _txn_description_tables(d: TransactionDescription) -> list[Table]:
 def _hanging_table(hanging: list[HangingTransaction]) -> Table:
     return table(
         "Hanging transactions",
-        ["Id", "Topic", "Partition", "First offset", "Max read", "State", "Age", "Why"],
+        [
+            "Id",
+            "Topic",
+            "Partition",
+            "First offset",
+            "Max read",
+            "State",
+            "Age",
+            Column("Why", "text"),
+        ],
         (
             [
                 h.id,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import typer
-
+from txnq.cli.help_format import Commands
 from txnq.cli.options import (
     DsnOption,
     LogFormatOption,
@@ -15,7 +14,7 @@ from txnq.cli.options import (
 from txnq.cli.output import configure_logging, err_console, note
 from txnq.settings import Settings, load_settings
 
-worker_app = typer.Typer(help="Run a txnq worker process in the foreground.", no_args_is_help=True)
+worker_app = Commands(help="Run a txnq worker process in the foreground.", no_args_is_help=True)
 
 
 def _settings_and_logging(
@@ -33,7 +32,7 @@ def _settings_and_logging(
 @worker_app.command("scheduler")
 def worker_scheduler(
     dsn: DsnOption = None,
-    log_level: LogLevelOption = "INFO",
+    log_level: LogLevelOption = "info",
     log_format: LogFormatOption = None,
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = None,
@@ -53,7 +52,7 @@ def worker_scheduler(
 @worker_app.command("coordinator")
 def worker_coordinator(
     dsn: DsnOption = None,
-    log_level: LogLevelOption = "INFO",
+    log_level: LogLevelOption = "info",
     log_format: LogFormatOption = None,
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = None,
