@@ -163,7 +163,7 @@ def _run_command(command: Command, dsn: str, width: int) -> str:
     the ``$`` line, then standard output and standard error interleaved."""
     from typer.testing import CliRunner
 
-    from txnq.cli import app, output
+    from txnq.cli import app
 
     words = shlex.split(command.line.split("| ", 1)[-1])
     env: dict[str, str | None] = {"TXNQ_DSN": dsn, "TXNQ_CONFIG": None, "COLUMNS": str(width)}
@@ -171,8 +171,6 @@ def _run_command(command: Command, dsn: str, width: int) -> str:
         name, _, value = words.pop(0).partition("=")
         env[name] = value
     assert words[0] == "txnq", command.line
-    output.console.width = width
-    output.err_console.width = width
     result = CliRunner(env=env).invoke(app, words[1:], input=command.stdin)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise RuntimeError(f"{command.line} failed: {result.exception!r}") from result.exception

@@ -190,11 +190,13 @@ def table(
     rows: Iterable[Sequence[object]],
     *,
     floors: Sequence[int] | None = None,
+    width: int | None = None,
 ) -> Table:
     """A table of ``rows``: integers right-aligned, datetimes as :func:`time_text`,
     None as '-'. Columns shrink in the order :class:`Column` gives, so no word
     of a header or of a short value is ever broken. ``floors``: widths no
-    column may go below (successive tables of ``consume`` line up)."""
+    column may go below (successive tables of ``consume`` line up); ``width``:
+    the width to fit, default the console's."""
     specs = [c if isinstance(c, Column) else Column(c) for c in columns]
     if any(spec.kind == "payload" for spec in specs[:-1]):
         raise ValueError("a payload column must be the last one")
@@ -208,7 +210,7 @@ def table(
         title_justify="left",
         title_style="bold",
     )
-    widths = fit_widths(specs, cells, console.width, floors)
+    widths = fit_widths(specs, cells, width or console.width, floors)
     for index, spec in enumerate(specs):
         numeric = bool(cells) and all(row[index].plain.lstrip("-").isdigit() for row in cells)
         result.add_column(

@@ -1,0 +1,1 @@
+"""Developer scripts: cli_docs.py writes the sample outputs of docs/cli.md."""
