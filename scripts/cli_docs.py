@@ -106,7 +106,11 @@ SCENARIO = [
         "topics-create",
         [Command("txnq topics create orders --partitions 4 --retention 7d --ttl 1h")],
     ),
-    Step("topics-list", [Command("txnq topics create audit"), Command("txnq topics list")]),
+    Step(
+        "topics-list",
+        [Command("txnq topics list")],
+        setup=lambda client: client.admin.create_topic("audit", retention="infinite"),
+    ),
     Step(
         "produce",
         [
@@ -114,7 +118,7 @@ SCENARIO = [
                 "txnq produce orders -m '{\"id\": 1}' -m '{\"id\": 2}' "
                 "--key customer-7 -P source=cli"
             ),
-            Command("seq 3 | txnq produce audit --file - --json", stdin="1\n2\n3\n"),
+            Command("seq 3 | txnq produce audit --file -", stdin="1\n2\n3\n"),
         ],
     ),
     Step(
