@@ -273,6 +273,7 @@ class EmbeddedServer:
             # no CREATE DATABASE error in the log on every reuse).
             if self._read_state() != (postmaster.pid, postmaster.port):
                 self._ensure_database(postmaster.port)
+                self._remember_port(postmaster.port)  # also a server started before ports were kept
                 self._write_state(postmaster)
             return _dsn(postmaster.port)
 
@@ -407,7 +408,6 @@ class EmbeddedServer:
         if error is None:
             postmaster = _Postmaster.read(self.data_dir)
             if postmaster is not None and postmaster.serves_tcp():
-                self._remember_port(port)
                 return postmaster
         detail = f": {_output(error)}" if error is not None else ""
         raise ServerUnavailableError(
