@@ -301,7 +301,7 @@ def test_subscriptions_list_describe_reset_delete(dsn: str) -> None:
     assert [c["partition"] for c in described["cursors"]] == [0, 1]
     assert described["consumers"] == []
     table = ok("subscriptions", "describe", "orders", "billing", "--dsn", dsn).stdout
-    assert "Cursors" in table and "Mark-delete" in table and "Consumers: none" in table
+    assert "Cursors" in table and "Mark delete" in table and "Consumers: none" in table
 
     reset = ok_json("subscriptions", "reset", "orders", "billing", "--to", "earliest", "--dsn", dsn)
     assert reset["subscription"] == "billing"

@@ -115,9 +115,7 @@ WHEN = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
 def test_a_wide_table_gives_way_in_its_payload_then_its_prose_never_in_names_or_times() -> None:
     columns: list[str | Column] = [
         "Topic",
-        "Partition",
         "High watermark",
-        "Retention size",
         Column("Reason", "text"),
         "Created",
         Column("Details", "payload"),
@@ -125,21 +123,43 @@ def test_a_wide_table_gives_way_in_its_payload_then_its_prose_never_in_names_or_
     rows: list[list[object]] = [
         [
             "orders-eu-west",
-            12,
             1234567,
-            "10GiB",
             "owner topic deleted while a subscription had a backlog",
             WHEN,
             json.dumps({"ledgers": [1, 2, 3], "reclaimed": 4096, "note": "compacted " * 6}),
         ],
-        ["audit", 0, 0, "none", "-", WHEN, "-"],
+        ["audit", 0, "-", WHEN, "-"],
     ]
     narrow, wide = _both(columns, rows)
 
     assert_reads_well(narrow, wide, "a wide table")
     assert all(len(line) <= 80 for line in narrow.splitlines()), narrow
     assert output.time_text(WHEN) in narrow  # a time is never wrapped
-    assert "orders-eu-west" in narrow
+    header = narrow.splitlines()[1:3]
+    assert "High" in header[0] and "watermark" in header[1], narrow  # between its words
+    assert len(narrow.splitlines()) > len(wide.splitlines())  # the prose and payload wrapped
+
+
+def test_a_table_too_wide_even_at_its_narrowest_shows_each_row_as_a_record() -> None:
+    columns: list[str | Column] = [
+        "Id",
+        "State",
+        "Opened",
+        "Partitions",
+        "Subscriptions",
+        "Transactional id",
+        "Topic",
+        "Created",
+    ]
+    rows: list[list[object]] = [["3:1", "COMMITTING", WHEN, 4, 2, "etl-1", "orders", WHEN]] * 2
+    narrow, wide = _both(columns, rows)
+
+    assert_reads_well(narrow, wide, "records")
+    lines = [line.rstrip() for line in narrow.splitlines()]
+    assert lines[0] == "Sample"
+    assert re.fullmatch(r"Transactional id +etl-1", lines[6]), lines
+    assert lines[9] == ""  # a blank line between two records
+    assert all(len(line) <= 80 for line in lines)
 
 
 def test_a_table_that_fits_is_the_same_at_80_and_250_columns() -> None:

@@ -44,7 +44,7 @@ def _gc_tables(reports: list[LifecycleReport]) -> list[Table]:
             tables.append(
                 table(
                     "TTL: cursors moved",
-                    ["Topic", "Partition", "Subscription id", "Mark-delete before", "After"],
+                    ["Topic", "Partition", "Subscription id", "Mark delete before", "After"],
                     (
                         [
                             i.topic,

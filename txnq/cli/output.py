@@ -201,6 +201,10 @@ def table(
     if any(spec.kind == "payload" for spec in specs[:-1]):
         raise ValueError("a payload column must be the last one")
     cells = [[_cell(value) for value in row] for row in rows]
+    width = width or console.width
+    widths = fit_widths(specs, cells, width, floors)
+    if sum(widths) + 2 * (len(specs) - 1) > width:
+        return _records(title, specs, cells)
     result = Table(
         title=title,
         box=box.SIMPLE_HEAD,
@@ -210,19 +214,30 @@ def table(
         title_justify="left",
         title_style="bold",
     )
-    widths = fit_widths(specs, cells, width or console.width, floors)
     for index, spec in enumerate(specs):
         numeric = bool(cells) and all(row[index].plain.lstrip("-").isdigit() for row in cells)
         result.add_column(
-            spec.header,
+            spec.header,  # wraps between its words when its column is narrower
             justify="right" if numeric else "left",
             width=widths[index],
-            no_wrap=spec.kind == "fixed",
             overflow="fold" if spec.kind == "payload" else "ellipsis",
         )
     for row in cells:
-        result.add_row(*row)
+        result.add_row(
+            *(
+                _whole(cell) if spec.kind == "fixed" else cell
+                for spec, cell in zip(specs, row, strict=True)
+            )
+        )
     return result
+
+
+def _whole(cell: Text) -> Text:
+    """A fixed column's value: on one line, never wrapped (its header may wrap)."""
+    whole = cell.copy()
+    whole.no_wrap = True
+    whole.overflow = "ellipsis"
+    return whole
 
 
 def fit_widths(
@@ -235,7 +250,8 @@ def fit_widths(
     when the table is too wide, payloads give first (down to
     PAYLOAD_MIN_WIDTH), then text columns (down to their longest word, the one
     with most to spare first), then headers of several words (down to their
-    longest word). Still too wide: rich truncates fixed values with '…'."""
+    longest word). Still too wide, the widths add up to more than ``width``
+    and table() shows each row as a record instead."""
     count = len(specs)
     natural = [
         max([Text(spec.header).cell_len, *(row[i].cell_len for row in cells)])
@@ -255,7 +271,7 @@ def fit_widths(
             least = max(header_word[i], longest_word[i])
         else:
             least = max(header_word[i], value_width[i])
-        floor.append(max(least, floors[i] if floors else 0))
+        floor.append(max(least, floors[i] if floors and len(floors) == count else 0))
     widths = [max(n, f) for n, f in zip(natural, floor, strict=True)]
     # The table's frame (see table()): two spaces between columns, no edges.
     excess = sum(widths) + 2 * (count - 1) - width
@@ -268,9 +284,36 @@ def fit_widths(
             give = min(excess, widths[index] - floor[index])
             if give <= 0:
                 break
+            if specs[index].kind == "fixed":
+                give = widths[index] - floor[index]  # its header wraps: all the room goes
             widths[index] -= give
             excess -= give
     return widths
+
+
+def _records(title: str | None, specs: Sequence[Column], cells: list[list[Text]]) -> Table:
+    """A table too wide for the terminal even with every column at its
+    narrowest, shown as psql's expanded display (``\\x auto``) shows it: one
+    record per row, a line per column, a blank line between records; long
+    values wrap at the end of their line."""
+    result = Table(
+        title=title,
+        box=None,
+        show_header=False,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 2, 0, 0),
+        title_justify="left",
+        title_style="bold",
+    )
+    result.add_column("column", style="bold", no_wrap=True)
+    result.add_column("value", overflow="fold")
+    for index, row in enumerate(cells):
+        if index:
+            result.add_row("", "")
+        for spec, cell in zip(specs, row, strict=True):
+            result.add_row(spec.header, cell)
+    return result
 
 
 def _cell(value: object) -> Text:

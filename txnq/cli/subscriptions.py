@@ -49,7 +49,7 @@ def _cursors_table(cursors: list[CursorInfo]) -> Table:
         "Cursors",
         [
             "Partition",
-            "Mark-delete",
+            "Mark delete",
             "Max read",
             "High watermark",
             "Backlog entries",

@@ -139,7 +139,7 @@ def _backlog_quota_table(quota: BacklogQuotaInfo) -> Table:
 def _topics_table(topics: list[TopicInfo]) -> Table:
     return table(
         "Topics",
-        ["Name", "Partitions", "Retention", "Retention size", "TTL", "Max message", "Created"],
+        ["Name", "Partitions", "Retention", "Retention size", "TTL", "Created"],
         (
             [
                 t.name,
@@ -147,7 +147,6 @@ def _topics_table(topics: list[TopicInfo]) -> Table:
                 kept_text(t.retention_seconds, duration_text),
                 kept_text(t.retention_bytes, size_text),
                 duration_text(t.ttl_seconds),
-                size_text(t.max_message_bytes),
                 t.created_at,
             ]
             for t in topics
@@ -163,7 +162,6 @@ def _partitions_table(partitions: list[PartitionInfo]) -> Table:
             "Earliest",
             "High watermark",
             "Max read",
-            "Ledgers",
             "Open ledger",
             "Payload",
             "Last publish",
@@ -174,7 +172,6 @@ def _partitions_table(partitions: list[PartitionInfo]) -> Table:
                 p.earliest_offset,
                 p.high_watermark,
                 p.max_read_offset,
-                p.ledgers,
                 p.open_ledger_id,
                 size_text(p.payload_bytes),
                 p.last_publish_time,
