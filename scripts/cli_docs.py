@@ -189,6 +189,8 @@ def render_samples(dsn: str, *, width: int = WIDTH, standalone: bool = True) -> 
 
     samples: dict[str, str] = {}
     with txnq.Client(dsn) as client:
+        if client.admin.list_topics():
+            raise SystemExit(f"{dsn} has topics: the samples need an empty, migrated database")
         client._tc_cycle = itertools.count(3)  # transaction ids 3:1, 3:2, ...: see above
         for step in SCENARIO:
             if step.setup is not None:

@@ -676,7 +676,11 @@ def test_a_taken_port_is_refused_naming_the_setting_that_changes_it(home: Path) 
         taken.listen()
         refused = txnq("server", "start", "--home", str(home), "--port", str(port))
 
-    assert_refused(refused, f"port {port} on 127.0.0.1 is taken", "TXNQ_EMBEDDED_PORT", "--port")
+    assert refused.exit_code == 1, refused.output
+    error = refused.stderr.strip().splitlines()[-1]  # after the note that it starts
+    assert error.startswith(f"error: port {port} on 127.0.0.1 is taken"), refused.stderr
+    assert "TXNQ_EMBEDDED_PORT" in error and "--port" in error
+    assert "Traceback" not in refused.output
 
 
 def test_errors_under_json_are_json_on_standard_error(dsn: str) -> None:

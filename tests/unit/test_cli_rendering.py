@@ -122,7 +122,7 @@ def test_a_wide_table_gives_way_in_its_payload_then_its_prose_never_in_names_or_
     ]
     rows: list[list[object]] = [
         [
-            "orders-eu-west",
+            "orders",
             1234567,
             "owner topic deleted while a subscription had a backlog",
             WHEN,
@@ -135,8 +135,7 @@ def test_a_wide_table_gives_way_in_its_payload_then_its_prose_never_in_names_or_
     assert_reads_well(narrow, wide, "a wide table")
     assert all(len(line) <= 80 for line in narrow.splitlines()), narrow
     assert output.time_text(WHEN) in narrow  # a time is never wrapped
-    header = narrow.splitlines()[1:3]
-    assert "High" in header[0] and "watermark" in header[1], narrow  # between its words
+    assert "High watermark" in narrow.splitlines()[1]  # its values fit: no need to wrap
     assert len(narrow.splitlines()) > len(wide.splitlines())  # the prose and payload wrapped
 
 
@@ -223,9 +222,9 @@ def test_config_show_reads_well_at_80_columns() -> None:
     narrow, wide = pages[0].stdout, pages[1].stdout
 
     assert_reads_well(narrow, wide, "config show")
-    assert re.search(r"^TC_COUNT +default +16$", narrow, re.M), narrow
-    assert re.search(r"^LEDGER_MAX_BYTES +default +2GiB$", narrow, re.M), narrow
-    assert re.search(r"^TXN_MAX_TIMEOUT +default +15m$", narrow, re.M), narrow
+    assert re.search(r"^TC_COUNT +default +16 *$", narrow, re.M), narrow
+    assert re.search(r"^LEDGER_MAX_BYTES +default +2GiB *$", narrow, re.M), narrow
+    assert re.search(r"^TXN_MAX_TIMEOUT +default +15m *$", narrow, re.M), narrow
     assert re.search(r"^DSN +env +postgresql://alice:\*\*\*@", narrow, re.M), narrow
 
 

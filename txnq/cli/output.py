@@ -291,11 +291,7 @@ def fit_widths(
     return widths
 
 
-def _records(title: str | None, specs: Sequence[Column], cells: list[list[Text]]) -> Table:
-    """A table too wide for the terminal even with every column at its
-    narrowest, shown as psql's expanded display (``\\x auto``) shows it: one
-    record per row, a line per column, a blank line between records; long
-    values wrap at the end of their line."""
+def _record_table(title: str | None) -> Table:
     result = Table(
         title=title,
         box=None,
@@ -306,8 +302,17 @@ def _records(title: str | None, specs: Sequence[Column], cells: list[list[Text]]
         title_justify="left",
         title_style="bold",
     )
-    result.add_column("column", style="bold", no_wrap=True)
+    result.add_column("name", style="bold", no_wrap=True)
     result.add_column("value", overflow="fold")
+    return result
+
+
+def _records(title: str | None, specs: Sequence[Column], cells: list[list[Text]]) -> Table:
+    """A table too wide for the terminal even with every column at its
+    narrowest, shown as psql's expanded display (``\\x auto``) shows it: one
+    record per row, a line per column, a blank line between records; long
+    values wrap at the end of their line."""
+    result = _record_table(title)
     for index, row in enumerate(cells):
         if index:
             result.add_row("", "")
@@ -327,13 +332,10 @@ def _cell(value: object) -> Text:
 
 
 def properties_table(title: str, rows: Iterable[tuple[str, object]]) -> Table:
-    """One object as a two-column table: property names in bold, then values
-    (a value too long for the line wraps, as the last column does)."""
-    result = Table(
-        title=title, box=box.SIMPLE, show_header=False, title_justify="left", title_style="bold"
-    )
-    result.add_column("property", style="bold", no_wrap=True)
-    result.add_column("value", overflow="fold")
+    """One object as a two-column table, laid out as a record of a table too
+    wide for the terminal: property names in bold, then values (a value too
+    long for the line wraps, as the last column does)."""
+    result = _record_table(title)
     for name, value in rows:
         result.add_row(name, _cell(value))
     return result
@@ -343,7 +345,7 @@ def print_tables(*tables: Table) -> None:
     """Print each table, or a one-line note for one without rows; a blank line
     between two tables."""
     for index, each in enumerate(tables):
-        if index and tables[index - 1].row_count:
+        if index and (each.row_count or tables[index - 1].row_count):
             console.print()
         if each.row_count:
             console.print(each)

@@ -112,7 +112,7 @@ def subscriptions_describe(
         print_json(description.to_dict())
         return
     s = description.subscription
-    console.print(
+    print_tables(
         properties_table(
             f"Subscription {s.name} on {description.topic}",
             [
@@ -122,9 +122,10 @@ def subscriptions_describe(
                 ("consumers", s.consumers),
                 ("created", s.created_at),
             ],
-        )
+        ),
+        _cursors_table(description.cursors),
+        _consumers_table(description.consumers),
     )
-    print_tables(_cursors_table(description.cursors), _consumers_table(description.consumers))
 
 
 def _seek_target(value: str) -> str | int | datetime:

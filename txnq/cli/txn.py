@@ -190,8 +190,7 @@ def txn_describe(txn_id: TxnIdArgument, dsn: DsnOption = None, as_json: JsonOpti
     if as_json:
         print_json(description.to_dict())
         return
-    console.print(_txn_properties(description.transaction))
-    print_tables(*_txn_description_tables(description))
+    print_tables(_txn_properties(description.transaction), *_txn_description_tables(description))
 
 
 @transactions_app.command("abort")
