@@ -139,7 +139,7 @@ def _backlog_quota_table(quota: BacklogQuotaInfo) -> Table:
 def _topics_table(topics: list[TopicInfo]) -> Table:
     return table(
         "Topics",
-        ["Name", "Partitions", "Retention", "Retention size", "TTL", "Created"],
+        ["Name", "Partitions", "Retention", "Retention size", "TTL", "Max message", "Created"],
         (
             [
                 t.name,
@@ -147,6 +147,7 @@ def _topics_table(topics: list[TopicInfo]) -> Table:
                 kept_text(t.retention_seconds, duration_text),
                 kept_text(t.retention_bytes, size_text),
                 duration_text(t.ttl_seconds),
+                size_text(t.max_message_bytes),
                 t.created_at,
             ]
             for t in topics
