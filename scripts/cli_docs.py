@@ -138,6 +138,7 @@ SCENARIO = [
         [Command("txnq txn find-hanging --grace 0s"), Command("txnq txn abort 3:1")],
         ages=True,
     ),
+    Step("txn-describe", [Command("txnq txn describe 3:1")]),
     Step("gc-run", [Command("txnq gc run --dry-run")]),
     Step("gc-doctor", [Command("txnq gc doctor")]),
 ]
