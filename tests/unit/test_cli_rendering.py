@@ -242,3 +242,15 @@ def test_an_error_under_json_is_one_json_object_on_standard_error() -> None:
 
         plain = runner.invoke(app, argv)
         assert plain.exit_code == 1 and plain.stderr.startswith("error: "), plain.output
+
+
+def test_a_malformed_command_line_under_json_is_one_json_object_too() -> None:
+    runner = CliRunner(env={"TXNQ_DSN": None, "TXNQ_CONFIG": None})
+
+    result = runner.invoke(app, ["topics", "list", "--json", "--bogus"])
+
+    assert result.exit_code == 2, result.output
+    error = json.loads(result.stderr)
+    assert error["type"] == "UsageError" and "--bogus" in error["error"], error
+    plain = runner.invoke(app, ["topics", "list", "--bogus"])
+    assert plain.exit_code == 2 and "Usage: txnq topics list [OPTIONS]" in plain.stderr

@@ -4,6 +4,7 @@ the commands and command groups under it, the error handling they share, and
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,7 +33,13 @@ from txnq.cli.output import fail, first_line, set_json_output
 
 class _RootGroup(TxnqGroup):
     """The root group: txnq's errors end the command with one red line (one JSON
-    object under --json) on standard error and exit code 1."""
+    object under --json) on standard error and exit code 1; under --json a
+    malformed command line (exit code 2) is one JSON object too."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # The whole command line: a usage error may come before --json is parsed.
+        ctx.meta["txnq.argv"] = list(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -44,6 +51,15 @@ class _RootGroup(TxnqGroup):
                 f"PostgreSQL is unavailable: {first_line(exc)}; check --dsn / TXNQ_DSN",
                 kind="ServerUnavailableError",
             )
+        except Exception as exc:
+            # click's UsageError (typer does not export it): exit code 2 and a message.
+            if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
+                argv: list[str] = ctx.meta.get("txnq.argv", [])
+                if "--json" in (argv[: argv.index("--")] if "--" in argv else argv):
+                    error = {"error": exc.format_message(), "type": "UsageError", "exit_code": 2}
+                    typer.echo(json.dumps(error), err=True)
+                    raise typer.Exit(2) from None
+            raise
 
 
 app = Commands(
