@@ -149,8 +149,8 @@ LogFormatOption = Annotated[
         metavar="FORMAT",
         case_sensitive=False,
         show_default=False,
-        help="Log lines as JSON or text; auto: JSON unless standard error is a terminal. "
-        "Default: TXNQ_LOG_FORMAT, else auto.",
+        help="Log lines as json (one object per line) or text; auto: json unless standard "
+        "error is a terminal. Default: TXNQ_LOG_FORMAT, else auto.",
     ),
 ]
 
