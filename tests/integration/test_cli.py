@@ -577,6 +577,20 @@ def test_standalone_serves_until_ctrl_c_then_stops_its_server(home: Path) -> Non
     assert not EmbeddedServer(home).is_running()
 
 
+def test_standalone_json_is_one_line_naming_the_dsn_and_its_kept_port(home: Path) -> None:
+    port = free_tcp_port()
+    process = _cli_process("standalone", "--home", str(home), "--port", str(port), "--json")
+    line = _read_until(process, r"^(\{.*\})$")
+
+    banner = json.loads(line)
+    assert banner["dsn"] == f"postgresql://postgres@127.0.0.1:{port}/txnq"
+    assert (banner["port"], banner["started"], banner["revision"]) == (port, True, head_revision())
+    assert "abort_timed_out" in banner["jobs"] and banner["coordinator"] is True
+    code, _, err = _stop(process, signal.SIGTERM)
+    assert code == 0, err
+    assert (home / "port").read_text().strip() == str(port)
+
+
 def test_standalone_leaves_running_a_server_it_did_not_start(home: Path) -> None:
     server = EmbeddedServer(home, port=free_tcp_port())
     dsn = server.start()

@@ -50,7 +50,7 @@ def standalone(
     Starts the embedded PostgreSQL (or reuses the one running under the home) on
     its port (the same at every start, so the DSN stays valid), migrates it, runs
     the scheduler and a coordinator worker in this process and prints the DSN
-    (with --json: one JSON object). Ctrl-C or SIGTERM stops the workers, and stops
+    (with --json: one line of JSON). Ctrl-C or SIGTERM stops the workers, and stops
     PostgreSQL if this command started it (a server that was already running
     keeps running). With --metrics-port, one Prometheus endpoint serves the
     metrics of both workers.
@@ -105,8 +105,8 @@ def standalone(
                         CoordinatorWorker(dsn, settings, metrics=metrics)
                     ).start()
                 banner = _banner(server, dsn, revision, was_running, scheduler, metrics)
-                if as_json:
-                    print_json(banner)
+                if as_json:  # one line: a script reads it while this keeps running
+                    print_json(banner, lines=True)
                 else:
                     _print_banner(banner)
                 received = stop.wait()
