@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -29,7 +29,7 @@ from txnq.cli.output import (
 from txnq.durations import parse_duration
 
 if TYPE_CHECKING:
-    from txnq.lifecycle import LifecycleReport
+    from txnq.lifecycle import DoctorReport, LifecycleReport
 
 gc_app = Commands(
     help="The message lifecycle on demand: TTL, retention and entry-log GC; their history.",
@@ -242,6 +242,76 @@ def gc_run(
         raise typer.Exit(1)
 
 
+def _doctor_tables(report: DoctorReport) -> list[Table]:
+    return [
+        table(
+            "Orphan ledgers",
+            [
+                "Topic id",
+                "Partition",
+                "Ledger",
+                "State",
+                "Offsets",
+                Column("Reason", "text"),
+                "Removed",
+            ],
+            (
+                [
+                    i.topic_id,
+                    i.partition,
+                    i.ledger_id,
+                    i.state,
+                    f"{i.first_offset}-{'' if i.last_offset is None else i.last_offset}",
+                    i.reason,
+                    "yes" if i.removed else "no",
+                ]
+                for i in report.orphan_ledgers
+            ),
+        ),
+        table(
+            "Entries without a ledger",
+            [
+                "Topic id",
+                "Partition",
+                "Ledger",
+                "Entry logs",
+                "Entries",
+                "Offsets",
+                "Size",
+                "Removed",
+            ],
+            (
+                [
+                    i.topic_id,
+                    i.partition,
+                    i.ledger_id,
+                    ", ".join(map(str, i.entry_logs)),
+                    i.entries,
+                    f"{i.first_offset}-{i.last_offset}",
+                    size_text(i.bytes),
+                    "yes" if i.removed else "no",
+                ]
+                for i in report.entries_without_ledger
+            ),
+        ),
+        table(
+            "Inactive subscriptions",
+            ["Topic", "Subscription", "Type", "Last active", "Backlog entries", "Removed"],
+            (
+                [
+                    i.topic,
+                    i.subscription,
+                    i.subscription_type,
+                    i.last_active,
+                    i.backlog,
+                    "yes" if i.removed else "no",
+                ]
+                for i in report.inactive_subscriptions
+            ),
+        ),
+    ]
+
+
 @gc_app.command("doctor")
 def gc_doctor(
     remove: Annotated[
@@ -282,79 +352,42 @@ def gc_doctor(
     if as_json:
         print_json(report.to_dict())
     else:
-        print_tables(
-            table(
-                "Orphan ledgers",
-                [
-                    "Topic id",
-                    "Partition",
-                    "Ledger",
-                    "State",
-                    "Offsets",
-                    Column("Reason", "text"),
-                    "Removed",
-                ],
-                (
-                    [
-                        i.topic_id,
-                        i.partition,
-                        i.ledger_id,
-                        i.state,
-                        f"{i.first_offset}-{'' if i.last_offset is None else i.last_offset}",
-                        i.reason,
-                        "yes" if i.removed else "no",
-                    ]
-                    for i in report.orphan_ledgers
-                ),
-            ),
-            table(
-                "Entries without a ledger",
-                [
-                    "Topic id",
-                    "Partition",
-                    "Ledger",
-                    "Entry logs",
-                    "Entries",
-                    "Offsets",
-                    "Size",
-                    "Removed",
-                ],
-                (
-                    [
-                        i.topic_id,
-                        i.partition,
-                        i.ledger_id,
-                        ", ".join(map(str, i.entry_logs)),
-                        i.entries,
-                        f"{i.first_offset}-{i.last_offset}",
-                        size_text(i.bytes),
-                        "yes" if i.removed else "no",
-                    ]
-                    for i in report.entries_without_ledger
-                ),
-            ),
-            table(
-                "Inactive subscriptions",
-                ["Topic", "Subscription", "Type", "Last active", "Backlog entries", "Removed"],
-                (
-                    [
-                        i.topic,
-                        i.subscription,
-                        i.subscription_type,
-                        i.last_active,
-                        i.backlog,
-                        "yes" if i.removed else "no",
-                    ]
-                    for i in report.inactive_subscriptions
-                ),
-            ),
-        )
+        print_tables(*_doctor_tables(report))
         if report.clean:
             note("No dirty data found")
         elif not remove:
             note("Run again with --remove to remove what is listed above")
     if not report.clean and not remove:
         raise typer.Exit(1)
+
+
+def _history_table(rows: list[dict[str, Any]]) -> Table:
+    return table(
+        "Lifecycle runs",
+        [
+            "Run",
+            "Job",
+            "Dry run",
+            "Started",
+            "Items",
+            "Size",
+            "Failures",
+            Column("Details", "payload"),
+        ],
+        (
+            [
+                r["run_id"],
+                r["job"],
+                "yes" if r["dry_run"] else "no",
+                r["started_at"],
+                r["items"],
+                size_text(r["bytes"]),
+                r["failures"],
+                json.dumps(r["details"]),
+            ]
+            for r in rows
+        ),
+    )
 
 
 @gc_app.command("history")
@@ -384,33 +417,25 @@ def gc_history(
     if as_json:
         print_json(rows)
         return
-    print_tables(
-        table(
-            "Lifecycle runs",
+    print_tables(_history_table(rows))
+
+
+def _failing_table(rows: list[dict[str, Any]]) -> Table:
+    return table(
+        "Failing now",
+        ["Job", "Topic", "Partition", "What", "Runs", "Since", Column("Error", "payload")],
+        (
             [
-                "Run",
-                "Job",
-                "Dry run",
-                "Started",
-                "Items",
-                "Size",
-                "Failures",
-                Column("Details", "payload"),
-            ],
-            (
-                [
-                    r["run_id"],
-                    r["job"],
-                    "yes" if r["dry_run"] else "no",
-                    r["started_at"],
-                    r["items"],
-                    size_text(r["bytes"]),
-                    r["failures"],
-                    json.dumps(r["details"]),
-                ]
-                for r in rows
-            ),
-        )
+                r["job"],
+                r["topic"],
+                r["partition"],
+                r["subject"],
+                r["failures"],
+                r["first_failed_at"],
+                r["error"],
+            ]
+            for r in rows
+        ),
     )
 
 
@@ -426,24 +451,7 @@ def gc_failures(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(rows)
     else:
-        print_tables(
-            table(
-                "Failing now",
-                ["Job", "Topic", "Partition", "What", "Runs", "Since", Column("Error", "payload")],
-                (
-                    [
-                        r["job"],
-                        r["topic"],
-                        r["partition"],
-                        r["subject"],
-                        r["failures"],
-                        r["first_failed_at"],
-                        r["error"],
-                    ]
-                    for r in rows
-                ),
-            )
-        )
+        print_tables(_failing_table(rows))
         if not rows:
             note("Nothing is failing")
     if rows:
