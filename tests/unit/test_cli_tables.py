@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tests.cli_support import assert_reads_well
+from txnq import Message, MessageId
 from txnq.admin import (
     BacklogQuotaInfo,
     ConsumerInfo,
@@ -30,7 +31,7 @@ from txnq.admin import (
     TransactionDescription,
     TransactionInfo,
 )
-from txnq.cli import gc, output, subscriptions, topics, txn
+from txnq.cli import consume, gc, output, subscriptions, topics, txn
 from txnq.lifecycle import DoctorReport, LifecycleReport
 from txnq.lifecycle.backlog_quota import QuotaBreach
 from txnq.lifecycle.entry_logs import EntryLogGc
@@ -96,7 +97,27 @@ def _rows(names: list[str]) -> list[dict[str, Any]]:
     return [row, row]
 
 
+def _messages() -> list[Table]:
+    """Two batches of ``txnq consume``: the second's columns line up with the first's."""
+    widths: list[int] = []
+
+    def message(offset: int, value: bytes, key: str | None, **properties: str) -> Message:
+        where = MessageId("orders", 3, offset, 0)
+        return Message(value, key and key.encode(), properties, where, WHEN)
+
+    first = [
+        message(7, b"after-restart", None),
+        message(8, b'{"id": 1, "note": "' + b"a long payload " * 8 + b'"}', "customer-7", a="1"),
+    ]
+    second = [message(1_234_567, bytes([0xFF, 0xFE]) * 30, "k", source="cli", region="eu")]
+    return [
+        consume._messages_table(first, header=True, widths=widths),
+        consume._messages_table(second, header=False, widths=widths),
+    ]
+
+
 BUILDERS: dict[str, Callable[[], list[Table]]] = {
+    "messages": _messages,
     "topic": lambda: [topics._topic_table(sample(TopicInfo))],
     "backlog quota": lambda: [topics._backlog_quota_table(sample(BacklogQuotaInfo))],
     "topics": lambda: [topics._topics_table([sample(TopicInfo, i) for i in range(2)])],
