@@ -89,7 +89,10 @@ def main() -> int:
             )
         )
     else:
-        Console().print(_table(result))
+        out = Console()
+        if not out.is_terminal:
+            out = Console(width=120)  # a file or a pipe: no column cut short
+        out.print(_table(result))
         print(
             f"sent {result.sent:,} messages; transactions {result.transactions}; "
             f"errors: {result.errors or 'none'}; growing: "
