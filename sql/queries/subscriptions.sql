@@ -4,7 +4,7 @@
 -- name: claim
 SELECT partition, entry_offset, batch_index, batch_size, publish_time, producer_id, sequence,
        payload, key, properties, event_time, redelivery_count
-  FROM txnq.claim_v4(%(topic_id)s, %(subscription_id)s, %(consumer_id)s, %(max_messages)s,
+  FROM txnq.claim_v5(%(topic_id)s, %(subscription_id)s, %(consumer_id)s, %(max_messages)s,
                      %(ack_timeout_seconds)s, %(max_redeliver_count)s, %(dead_letter_topic_id)s)
 
 -- name: ack_shared
