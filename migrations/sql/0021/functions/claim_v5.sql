@@ -8,10 +8,11 @@
 -- its transaction ends) was passed over while later messages of its key went
 -- out: one key delivered out of order (docs/subscriptions.md, Limits;
 -- tests/integration/test_key_shared_order.py). claim_v5 chooses the messages
--- first, then locks them (SKIP LOCKED, each row checked again as it is), and
--- stops each key at its first message it could not lock or that changed:
--- the key's later messages wait for the next claim. claim_v1 to claim_v4 are
--- thin wrappers of it.
+-- first, then locks each by its primary key (SKIP LOCKED, checked again as it
+-- is), and stops each key at its first message it could not lock or that
+-- changed (a window over the key: a set anti-join here was quadratic,
+-- tests/sql_api/test_shared_plans.py); the key's later messages wait for the
+-- next claim. claim_v1 to claim_v4 are thin wrappers of it.
 --
 -- Revision 0015's claim_v3 replaced claim_v2 with the argument checks:
 -- claim_v2 failed with raw PostgreSQL errors (22008) for a NaN, infinite or
@@ -59,7 +60,11 @@
 --   nothing of it is unacknowledged elsewhere, so each key is delivered in order.
 --   Held elsewhere and due are decided in one statement with one clock read
 --   after its snapshot, so a message released just before (a consumer closed
---   or died) goes out before the later messages of its key. A nacked message
+--   or died) goes out before the later messages of its key. The messages are
+--   chosen first and then locked, SKIP LOCKED: a key stops at its first
+--   message another transaction holds locked (an ack, nack or release in
+--   flight, or an UPDATE that rechecked the row and kept its lock), and its
+--   later messages wait for the next claim. A nacked message
 --   waits for its delay while later messages of its key go on (as in Pulsar).
 -- Dead letters: done here, in this transaction (txnq.dead_letter_v2): the copy
 --   is appended and the claim deleted together, so a crash neither loses nor
@@ -328,7 +333,8 @@ BEGIN
                AND ((c.consumer_id <> p_consumer_id AND c.visible_at > tick.now)
                     OR (c.txn_tc IS NOT NULL AND c.consumer_id IS DISTINCT FROM p_consumer_id))
         ), candidates AS MATERIALIZED (
-            -- The key's waiting messages in order, chosen before any is locked.
+            -- The due messages of this consumer's keys, in order, from the
+            -- snapshot (not locked yet) ...
             SELECT c.entry_offset AS o, c.batch_index AS i, c.key_hash AS h
               FROM txnq.claims c, tick
              WHERE c.topic_id = p_topic_id AND c.partition = v_p AND c.subscription_id = p_subscription_id
@@ -339,26 +345,31 @@ BEGIN
              ORDER BY c.entry_offset, c.batch_index
              LIMIT p_max_messages - v_taken
         ), locked AS MATERIALIZED (
-            -- Then locked, skipping rows another transaction holds; the
-            -- conditions are checked again on the row as it is when locked.
-            SELECT c.entry_offset AS o, c.batch_index AS i
-              FROM txnq.claims c JOIN candidates k ON k.o = c.entry_offset AND k.i = c.batch_index, tick
-             WHERE c.topic_id = p_topic_id AND c.partition = v_p AND c.subscription_id = p_subscription_id
-               AND c.visible_at <= tick.now AND c.txn_tc IS NULL
-               AND (NOT v_dead_letters OR c.delivered <= p_max_redeliver_count)
-               FOR UPDATE OF c SKIP LOCKED
-        ), stopped AS (
-            -- Per key, its first message that could not be locked (or changed
-            -- since it was chosen): nothing of the key after it goes out now.
-            SELECT k.h, min(k.o) AS o
-              FROM candidates k
-             WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.o = k.o AND l.i = k.i)
-             GROUP BY k.h
+            -- ... then each locked by its primary key, SKIP LOCKED: a row
+            -- another transaction holds (an ack, a nack or a release in
+            -- flight; an UPDATE that rechecked the row and kept its lock) is
+            -- not got, nor one that changed since the snapshot and is no
+            -- longer due ...
+            SELECT d.o, d.i, d.h, x.got IS NOT NULL AS got
+              FROM candidates d CROSS JOIN tick
+              LEFT JOIN LATERAL (
+                   SELECT true AS got FROM txnq.claims c
+                    WHERE c.topic_id = p_topic_id AND c.partition = v_p
+                      AND c.subscription_id = p_subscription_id
+                      AND c.entry_offset = d.o AND c.batch_index = d.i
+                      AND c.visible_at <= tick.now AND c.txn_tc IS NULL
+                      FOR UPDATE SKIP LOCKED) AS x ON true
+        ), picked AS (
+            -- ... and a key stops at its first message not got: its later
+            -- messages wait for the next claim instead of going out before it.
+            SELECT y.o, y.i
+              FROM (SELECT l.o, l.i, bool_and(l.got) OVER (PARTITION BY l.h ORDER BY l.o, l.i) AS in_order
+                      FROM locked l) AS y
+             WHERE y.in_order
         )
-        SELECT coalesce(array_agg(l.o ORDER BY l.o, l.i), '{}'), coalesce(array_agg(l.i ORDER BY l.o, l.i), '{}')
+        SELECT coalesce(array_agg(p.o ORDER BY p.o, p.i), '{}'), coalesce(array_agg(p.i ORDER BY p.o, p.i), '{}')
           INTO v_picked_o, v_picked_i
-          FROM locked l JOIN candidates k ON k.o = l.o AND k.i = l.i
-         WHERE NOT EXISTS (SELECT 1 FROM stopped s WHERE s.h = k.h AND s.o <= l.o);
+          FROM picked p;
         -- Marked in the next statement, by tuple id (locked, the rows cannot
         -- change in between; this does not move the clock read above), then
         -- read from the entries (txnq.claimed_messages_v2).
