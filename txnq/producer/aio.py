@@ -60,7 +60,7 @@ class Producer(ProducerBase):
         self._wake = asyncio.Event()  # a batch opened or filled: the flusher looks
         self._room = asyncio.Event()  # the pending queue shrank
         if transactional_id is not None:
-            epoch = await client._transactional_epoch(transactional_id)
+            epoch = await client._init_transactional_id(transactional_id)
             self._transactional = (transactional_id, epoch)
         await arun(self._register_plan(), self._io)
         self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
