@@ -169,28 +169,47 @@ def test_a_newer_producer_of_the_same_name_fences_the_older(client: Any, topic: 
     assert_nothing_more(consumer, 0.2)
 
 
+@pytest.mark.parametrize("where", ["same client", "other client"])
+@pytest.mark.parametrize("how", ["send", "send_async"])
 def test_a_new_session_of_a_transactional_id_fences_the_old_and_aborts_its_transaction(
-    face: Any, dsn: str, client: Any, topic: Any
+    face: Any, dsn: str, client: Any, topic: Any, where: str, how: str
 ) -> None:
+    """Kafka's initTransactions: a new producer with the transactional id
+    aborts what the older one left open, whether it is created in the same
+    client or in another (another process, as far as txnq can tell). With
+    ``send_async`` the old session's message is still queued when the new
+    session starts: commit() writes nothing of it either."""
     topic("out")
     reader = client.subscribe("out", "r", initial_position="earliest", **FAST)
-    old = client.producer("out", transactional_id="etl-1")
+    old = client.producer("out", transactional_id="etl-1", batching_max_delay="1h")
     txn = client.new_transaction()
-    old.send(b"from the old session", txn=txn)
+    pending = None
+    if how == "send":
+        old.send(b"from the old session", txn=txn)
+    else:
+        pending = old.send_async(b"from the old session", txn=txn)
 
-    other = face.client(dsn)  # another process, as far as txnq can tell
+    other = client if where == "same client" else face.client(dsn)
     new = other.producer("out", transactional_id="etl-1")
     assert new.transactional[0] == "etl-1"
     assert new.transactional[1] > old.transactional[1]
+    fenced = client.admin.describe_transaction(txn.txn_id).transaction
+    assert (fenced.state, fenced.reason) == ("ABORTED", "fenced")
 
     with pytest.raises(errors.ProducerFencedError):
         txn.commit()
+    if pending is not None:  # the queued send failed, and says why
+        assert isinstance(pending.exception(5), errors.ProducerFencedError)
     with pytest.raises(errors.ProducerFencedError):
         old.send(b"again", txn=client.new_transaction())
     with other.new_transaction() as fresh:
         new.send(b"from the new session", txn=fresh)
     assert [m.value for m in receive_messages(reader, 1)] == [b"from the new session"]
     assert_nothing_more(reader, 0.2)
+    # Nothing of the old session's transaction is readable, from the start either.
+    again = client.subscribe("out", "again", initial_position="earliest", **FAST)
+    assert [m.value for m in receive_messages(again, 1)] == [b"from the new session"]
+    assert_nothing_more(again, 0.2)
 
 
 # -- a failed send settles what send_async returned ---------------------------

@@ -346,11 +346,15 @@ def test_a_lost_connection_is_retried_by_producer_and_consumer(
             assert before.value == b"before"
             await consumer.acknowledge(before)
             # Kill every backend of the asyncio client (its producer, fetch and
-            # ack connections): the next calls reconnect and go on.
+            # ack connections): the next calls reconnect and go on. Only in
+            # this test's database: the txnq sessions of every other test on
+            # the server went too (a coordinator worker of another test session
+            # then lost its leases while it was being stopped).
             sql(
                 dsn,
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name LIKE 'txnq-%%' AND pid <> pg_backend_pid()",
+                "WHERE datname = current_database() AND application_name LIKE 'txnq-%%' "
+                "AND pid <> pg_backend_pid()",
             )
             await producer.send(b"after", partition=0)
             (after,) = await areceive(consumer, 1, timeout=10)

@@ -101,7 +101,6 @@ class Client(ClientBase):
         self._idle: deque[psycopg.AsyncConnection[Any]] = deque()
         self._children: list[Producer | Consumer] = []
         self._closed = False
-        self._epoch_lock = asyncio.Lock()
 
     @classmethod
     async def connect(
@@ -205,9 +204,11 @@ class Client(ClientBase):
             txn_id, seconds, timeout_at = await arun(self._open_txn_plan(timeout), io)
         return Transaction(self, txn_id, seconds, timeout_at)
 
-    async def _transactional_epoch(self, transactional_id: str) -> int:
-        async with self._epoch_lock, self._io() as io:
-            return await arun(self._transactional_epoch_plan(transactional_id), io)
+    async def _init_transactional_id(self, transactional_id: str) -> int:
+        """A new session of a transactional id for a producer; its epoch (see
+        :meth:`ClientBase._init_transactional_id_plan`)."""
+        async with self._io() as io:
+            return await arun(self._init_transactional_id_plan(transactional_id), io)
 
     # -- connections ----------------------------------------------------------
 

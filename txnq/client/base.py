@@ -54,7 +54,6 @@ class ClientBase:
         # clients spread over them; the server's limits are read once.
         self._tc_cycle = itertools.count(random.randrange(1 << 16))
         self._txn_limits: tuple[int, float] | None = None
-        self._transactional_epochs: dict[str, int] = {}
 
     def _open_txn_plan(self, timeout: Duration | None) -> Plan[tuple[TxnId, float, datetime]]:
         seconds = parse_duration(
@@ -107,17 +106,16 @@ class ClientBase:
             self._txn_limits = (int(row[0]), float(row[1]))
         return self._txn_limits
 
-    def _transactional_epoch_plan(self, transactional_id: str) -> Plan[int]:
-        """This client's session epoch of a transactional id: the first producer
-        with the id starts a session (fencing older ones and aborting what they
-        left open); later producers of this client with the id share it."""
-        epoch = self._transactional_epochs.get(transactional_id)
-        if epoch is not None:
-            return epoch
+    def _init_transactional_id_plan(self, transactional_id: str) -> Plan[int]:
+        """Start a new session of a transactional id for one producer (Kafka's
+        ``initTransactions``); returns its epoch. Every producer created with
+        the id starts its own, in this client as in any other: the older
+        sessions are fenced and the transactions they left open are aborted
+        (reason fenced). Sharing one session between the producers of a client
+        would let the older producer's open transaction commit."""
         row = yield Call("init_transactional_id", {"transactional_id": transactional_id})
         assert row is not None
         epoch = int(row[0])
-        self._transactional_epochs[transactional_id] = epoch
         # The fenced transactions are decided (ABORTING); finish them now, as
         # Kafka's initTransactions does, so the new session starts clean. A
         # coordinator worker finishes any this cannot.

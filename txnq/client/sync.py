@@ -164,11 +164,11 @@ class Client(ClientBase):
         with self._io() as io:
             return run(self._limits_plan(), io)
 
-    def _transactional_epoch(self, transactional_id: str) -> int:
-        """This client's session epoch of a transactional id (see
-        :meth:`ClientBase._transactional_epoch_plan`)."""
-        with self._lock, self._io() as io:
-            return run(self._transactional_epoch_plan(transactional_id), io)
+    def _init_transactional_id(self, transactional_id: str) -> int:
+        """A new session of a transactional id for a producer; its epoch (see
+        :meth:`ClientBase._init_transactional_id_plan`)."""
+        with self._io() as io:
+            return run(self._init_transactional_id_plan(transactional_id), io)
 
     @contextmanager
     def _io(self) -> Iterator[SyncIO]:

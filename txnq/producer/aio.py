@@ -60,7 +60,7 @@ class Producer(ProducerBase):
         self._wake = asyncio.Event()  # a batch opened or filled: the flusher looks
         self._room = asyncio.Event()  # the pending queue shrank
         if transactional_id is not None:
-            epoch = await client._transactional_epoch(transactional_id)
+            epoch = await client._init_transactional_id(transactional_id)
             self._transactional = (transactional_id, epoch)
         await arun(self._register_plan(), self._io)
         self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
@@ -123,6 +123,11 @@ class Producer(ProducerBase):
         for partition in range(self._partitions):
             await self._flush_partition(partition)
         futures = [asyncio.wrap_future(f) for f in self._last_futures.values()]
+        for future in futures:
+            # These copies only wait: their errors reach the caller below and
+            # through each PendingSend. Unread, asyncio would log each one as
+            # "Future exception was never retrieved" when it is collected.
+            future.add_done_callback(_read_outcome)
         if futures:
             await asyncio.wait(futures, timeout=self._result_timeout)
         self._check_usable()
@@ -280,3 +285,9 @@ class Producer(ProducerBase):
         if conn is not None:
             with contextlib.suppress(Exception):
                 await conn.close()
+
+
+def _read_outcome(future: asyncio.Future[Any]) -> None:
+    """Mark a settled future's error as read (see ``Producer.flush``)."""
+    if not future.cancelled():
+        future.exception()

@@ -73,10 +73,10 @@ class Producer(ProducerBase):
         self._io_lock = threading.Lock()  # one append at a time on the connection, in order
         self._cond = threading.Condition()  # guards the pending batches
         self._io = SyncIO(lambda: self._proxy.driver_connection, self._reconnect)
-        if transactional_id is not None:
-            epoch = client._transactional_epoch(transactional_id)
-            self._transactional = (transactional_id, epoch)
         try:
+            if transactional_id is not None:
+                epoch = client._init_transactional_id(transactional_id)
+                self._transactional = (transactional_id, epoch)
             run(self._register_plan(), self._io)
         except BaseException:
             self._proxy.close()

@@ -138,10 +138,7 @@ class TransactionBase:
         if self._state == "OPEN":
             return
         if self._reason == "fenced":
-            raise errors.ProducerFencedError(
-                f"transaction {self.txn_id} was aborted because a newer producer with the same "
-                "transactional id took over: close this producer"
-            )
+            raise self._fenced_error()
         if self._reason == "timeout":
             raise errors.TransactionTimedOutError(
                 f"transaction {self.txn_id} passed its timeout of {self.timeout}s and was "
@@ -149,6 +146,12 @@ class TransactionBase:
             )
         raise errors.TransactionEndedError(
             f"transaction {self.txn_id} has ended ({self._state.lower()}): open a new transaction"
+        )
+
+    def _fenced_error(self) -> errors.ProducerFencedError:
+        return errors.ProducerFencedError(
+            f"transaction {self.txn_id} was aborted because a newer producer with the same "
+            "transactional id took over: close this producer"
         )
 
     def _check_client(self, client: Any) -> None:
@@ -232,10 +235,15 @@ class TransactionBase:
             raise errors.InvalidArgumentError(f"wait must be True or False, not {wait!r}")
 
     def _commit_plan(self, *, wait: bool) -> Plan[None]:
-        """Commit after the face flushed its producers: abort instead if a send failed."""
+        """Commit after the face flushed its producers: abort instead if a send
+        failed. A send that failed because a newer session of the transactional
+        id aborted the transaction raises ProducerFencedError, as a commit of it
+        would: the work cannot go on with this producer."""
         if self._failure is not None:
             cause = self._failure
             yield from self._end_plan(commit=False, wait=True)
+            if self._reason == "fenced":
+                raise self._fenced_error() from cause
             raise self._aborted_failure(cause) from cause
         yield from self._end_plan(commit=True, wait=wait)
 
