@@ -9,9 +9,11 @@ the claims of dead consumers (``release_claims_v2(sub, NULL)``) and consumer
 ``y``, the key's owner now, claims. The sweep saw the message held by the
 dead ``x``, waited for the close to commit, then found it released already
 and left it alone -- but PostgreSQL keeps the row lock such an UPDATE took
-for its recheck until the sweep's transaction ends. claim_v4 picks the
+for its recheck until the sweep's transaction ends. claim_v4 picked the
 waiting messages with FOR UPDATE SKIP LOCKED, so it passed over the key's
-first message and handed out the second one.
+first message and handed out the second one; claim_v5 (revision 0021)
+stops the key at the locked message, so the second waits for the next claim.
+It failed on every run before claim_v5.
 """
 
 from __future__ import annotations
@@ -25,15 +27,6 @@ import psycopg
 import pytest
 
 import txnq
-
-#: claim_v4's key_shared pick skips a locked earlier message of a key and
-#: takes the later ones; fixed by claim_v4's next version (issue 20), which
-#: removes this mark.
-SKIP_LOCKED_INVERSION = (
-    "claim_v4 (key_shared) picks with FOR UPDATE SKIP LOCKED and hands out a key's later "
-    "message when an earlier one is locked by another transaction (here a heartbeat's "
-    "release_claims_v2 that rechecked the row); the fix is claim_v4's next version"
-)
 
 
 @pytest.fixture
@@ -49,9 +42,9 @@ def value(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...] = (
 
 
 def claimed(conn: psycopg.Connection[Any], ids: dict[str, int], consumer: str) -> list[bytes]:
-    """One claim_v4 call of ``consumer``: the payloads it hands out, in order."""
+    """One claim_v5 call of ``consumer``: the payloads it hands out, in order."""
     rows = conn.execute(
-        "SELECT payload FROM txnq.claim_v4(%s, %s, %s, 10)",
+        "SELECT payload FROM txnq.claim_v5(%s, %s, %s, 10)",
         (ids["topic"], ids["subscription"], ids[consumer]),
     ).fetchall()
     return [bytes(row[0]) for row in rows]
@@ -70,7 +63,6 @@ def wait_for_lock_wait(conn: psycopg.Connection[Any], pid: int) -> None:
     raise AssertionError(f"backend {pid} did not wait for a lock within 10 s")
 
 
-@pytest.mark.xfail(strict=True, reason=SKIP_LOCKED_INVERSION)
 def test_key_shared_never_hands_out_a_later_message_of_a_key_whose_earlier_one_is_locked(
     dsn: str, client: txnq.Client
 ) -> None:
@@ -90,7 +82,7 @@ def test_key_shared_never_hands_out_a_later_message_of_a_key_whose_earlier_one_i
         ids["x"] = value(conn, register, (ids["subscription"], "x"))
         # x, alone on the ring, claims the key's first message ...
         first = conn.execute(
-            "SELECT payload FROM txnq.claim_v4(%s, %s, %s, 1)",
+            "SELECT payload FROM txnq.claim_v5(%s, %s, %s, 1)",
             (ids["topic"], ids["subscription"], ids["x"]),
         ).fetchall()
         assert [bytes(r[0]) for r in first] == [b"k:0"]
