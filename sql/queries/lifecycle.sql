@@ -278,3 +278,7 @@ SELECT relation, purged, more
 -- name: txn_log_maintain
 SELECT action, partition_name
   FROM txnq.txn_log_maintain_v1(%(partition_seconds)s, %(ahead)s, %(keep_seconds)s)
+
+-- name: compaction_merge
+SELECT moved_entries, moved_bytes
+  FROM txnq.compaction_merge_v1(%(target)s, %(source)s, %(lock_timeout)s)

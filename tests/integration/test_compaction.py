@@ -462,3 +462,39 @@ def test_gc_run_rolls_an_active_log_over_its_size_as_the_scheduler_does(
     assert sql_value(dsn, "SELECT state FROM txnq.entry_logs WHERE entry_log_id = 1") == "SEALED"
     # The new log is empty: the next run does not roll again.
     assert lifecycle.collect_entry_logs(client).rolled_to_entry_log is None
+
+
+def test_gc_merges_small_sealed_logs_into_one_and_every_live_message_stays_readable_once(
+    dsn: str, client: txnq.Client
+) -> None:
+    """issue 20: with a slow subscription holding a little of each log,
+    compaction alone kept one log per log; GC now merges the small sealed
+    logs of a run into one (txnq.compaction_merge_v1), and readers see each
+    live message once, in order."""
+    client.admin.create_topic("orders")
+    slow = client.subscribe("orders", "slow", initial_position="earliest", **FAST)
+    for log in range(4):
+        produce(client, "orders", 10, start=10 * log)
+        assert sql_value(dsn, "SELECT txnq.roll_entry_log_v1(true)") == log + 2
+    logs_before = sql_value(dsn, "SELECT count(*) FROM txnq.entry_logs WHERE state = 'SEALED'")
+    assert logs_before == 4
+
+    report = lifecycle.collect_entry_logs(client, grace_seconds=0, compaction="minor")
+
+    merged = [i for i in report.items if i.action == "merged"]
+    assert sorted(i.entry_log_id for i in merged) == [2, 3, 4], report.items
+    assert {i.compacted_into for i in merged} == {1}
+    assert sum(i.moved_entries for i in merged) == 30
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.entry_logs WHERE state = 'SEALED'") == 1
+    for name in ("entries_000002", "entries_000003", "entries_000004"):
+        assert not table_exists(dsn, name)
+    assert [number(m) for m in receive_messages(slow, 40)] == list(range(40))
+    assert_nothing_more(slow)
+    # The merged log is one log like any other: the next run leaves it alone.
+    again = lifecycle.collect_entry_logs(client, grace_seconds=0, compaction="minor")
+    assert not [i for i in again.items if i.action == "merged"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for args in ((1, 1, "2s"), (None, 1, "2s"), (1, 99, "2s"), (1, 5, "2s"), (1, 5, "2h")):
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute("SELECT * FROM txnq.compaction_merge_v1(%s, %s, %s)", args)
+            assert raised.value.sqlstate == "TQ005", args

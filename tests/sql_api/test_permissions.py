@@ -75,7 +75,7 @@ SCHEDULER = {
     "abort_timed_out", "expire_ttl", "apply_retention", "check_backlog_quota", "entry_log_usage",
     "compaction_begin", "compaction_copy", "compaction_last_key", "compaction_catch_up",
     "compaction_swap", "compaction_abandon", "roll_entry_log", "unsubscribe", "schema_revision",
-    "gc_drop_entry_log", "purge_history", "txn_log_maintain",
+    "gc_drop_entry_log", "purge_history", "txn_log_maintain", "compaction_merge",
 }  # fmt: skip
 READER = {"entry_log_usage_inspect", "topic_permissions", "schema_revision"}
 CLIENT = PRODUCE | CONSUME | ADMIN | USE | OWN_TXN | ANY_CLIENT | PURE | ADMIN_ONLY

@@ -18,7 +18,13 @@ from psycopg import sql
 from txnq import errors
 from txnq.database.connections import connect, scalar
 from txnq.database.queries import QUERIES
-from txnq.lifecycle.compaction import COMPACTION_MODES, Compaction, GcBudget, compact
+from txnq.lifecycle.compaction import (
+    COMPACTION_MODES,
+    SWAP_LOCK_TIMEOUT,
+    Compaction,
+    GcBudget,
+    compact,
+)
 from txnq.lifecycle.job_failures import failure_of, replace_failures
 from txnq.lifecycle.limits import LOCK_TIMEOUT, MAX_AGE_SECONDS, check_number
 from txnq.lifecycle.report import LifecycleReport, record_run
@@ -42,6 +48,11 @@ DROP = sql.SQL("DROP TABLE {}")
 #: not own it: docs/security.md); appends and fetches wait behind it that long at worst.
 GC_DROP_LOCK_TIMEOUT = "2s"
 
+#: GC merges a sealed log into another (txnq.compaction_merge_v1) only when
+#: its live payload is at most this large: the copy runs in the transaction
+#: that drops it, holding back vacuum meanwhile.
+MERGE_MAX_LIVE_BYTES = 8 << 20
+
 
 @dataclass(frozen=True)
 class EntryLogGc:
@@ -54,8 +65,9 @@ class EntryLogGc:
     live_entries: int
     live_bytes: int
     total_bytes: int  # on disk, indexes and TOAST included
-    action: str  # dropped | would drop | compacted | would compact | kept: ... (why)
-    # Compaction: the new entry log the live rows went to, and how much moved.
+    action: str  # dropped | would drop | compacted | would compact | merged | kept: ... (why)
+    # Compaction: the new entry log the live rows went to (merged: the log
+    # they were merged into), and how much moved.
     compacted_into: int | None = None
     moved_entries: int = 0
     moved_bytes: int = 0
@@ -151,14 +163,16 @@ def collect_entry_logs(
                     report.failures.append(
                         failure_of("gc", exc, subject=f"entry log {entry_log_id}")
                     )
+            if not dry_run and compaction != "none" and not budget.spent:
+                _merge_small_logs(conn, report, budget, settings.entry_log_max_bytes)
         finally:
             conn.execute(QUERIES["gc_unlock"])
     finally:
         conn.close()
     done = [i for i in report.items if i.action in ("dropped", "would drop")]
-    compacted = [i for i in report.items if i.action in ("compacted", "would compact")]
+    compacted = [i for i in report.items if i.action in ("compacted", "would compact", "merged")]
     report.reclaimed_bytes = sum(i.total_bytes for i in done) + sum(
-        i.total_bytes - i.moved_bytes if i.action == "would compact" else i.total_bytes
+        i.total_bytes - i.moved_bytes if i.action in ("would compact", "merged") else i.total_bytes
         for i in compacted
     )
     if report.items or report.failures:
@@ -243,6 +257,60 @@ def _collect_one(
     conn.execute(DROP.format(table))
     conn.execute(QUERIES["mark_entry_log_dropped"], {"entry_log_id": entry_log_id})
     return result("dropped")
+
+
+def _merge_small_logs(
+    conn: psycopg.Connection[Any], report: LifecycleReport, budget: GcBudget, max_log_bytes: int
+) -> None:
+    """Merge the small sealed logs of this run into as few logs as
+    ENTRY_LOG_MAX_BYTES allows, oldest first: the logs it kept and the new
+    logs its compactions made. Compaction alone turns one log into one, so
+    logs a slow subscription holds a little of each would never become fewer
+    (BookKeeper's compaction writes many entry logs' live entries into one)."""
+    live: dict[int, int] = {}  # entry log -> live payload bytes
+    for item in report.items:
+        if item.action.startswith("kept:") and "busy" not in item.action:
+            live[item.entry_log_id] = item.live_bytes
+        elif item.action == "compacted" and item.compacted_into is not None:
+            live[item.compacted_into] = item.moved_bytes
+    target: int | None = None
+    target_live = 0
+    for log_id in sorted(live):
+        if budget.spent:
+            return
+        size = live[log_id]
+        if target is None or size > MERGE_MAX_LIVE_BYTES or target_live + size > max_log_bytes:
+            target, target_live = log_id, size
+            continue
+        table_name = f"entries_{log_id:06d}"
+        total = _table_state(conn, table_name)["total_bytes"]
+        try:
+            row = conn.execute(
+                QUERIES["compaction_merge"],
+                {"target": target, "source": log_id, "lock_timeout": SWAP_LOCK_TIMEOUT},
+            ).fetchone()
+        except psycopg.Error as exc:
+            if exc.sqlstate in ("TQ020", "TQ005"):  # busy, or no longer mergeable: next run
+                continue
+            raise
+        assert row is not None
+        moved_entries, moved_bytes = int(row[0]), int(row[1])
+        budget.spend(moved_bytes)
+        target_live += moved_bytes
+        merged = EntryLogGc(
+            log_id,
+            table_name,
+            moved_entries,
+            moved_bytes,
+            moved_entries,
+            moved_bytes,
+            total,
+            "merged",
+            compacted_into=target,
+            moved_entries=moved_entries,
+            moved_bytes=moved_bytes,
+        )
+        report.items = [i for i in report.items if i.entry_log_id != log_id] + [merged]
 
 
 def _table_state(conn: psycopg.Connection[Any], table_name: str) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 -- after every upgrade (the newest grant_roles_vN): grant_roles_v3's
 -- (docs/security.md), and the scheduler class for the functions that
 -- arrived after grant_roles_v2's class lists were written: purge_history
--- and txn_log_maintain (the history purge and txn_log's time partitions,
--- docs/lifecycle.md). grant_roles_v2 gives a function it
+-- and txn_log_maintain (the history purge and txn_log's time partitions),
+-- compaction_merge (revision 0022; docs/lifecycle.md). grant_roles_v2 gives a function it
 -- does not know the client class (SECURITY DEFINER, EXECUTE for txnq_client);
 -- this takes EXECUTE back from every role but txnq_scheduler.
 --
@@ -15,7 +15,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     -- Base names (without _vN) of the scheduler-only functions added since
     -- grant_roles_v2. Keep docs/security.md in step.
-    c_scheduler_only CONSTANT text[] := ARRAY['purge_history', 'txn_log_maintain'];
+    c_scheduler_only CONSTANT text[] := ARRAY['purge_history', 'txn_log_maintain', 'compaction_merge'];
     v_moved integer;
     v_role text;
     r record;
