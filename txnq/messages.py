@@ -122,6 +122,10 @@ class Message:
     def offset(self) -> int:
         return self.message_id.offset
 
+    @property
+    def batch_index(self) -> int:
+        return self.message_id.batch_index
+
     def data(self) -> bytes:
         """Pulsar's spelling of :attr:`value`."""
         return self.value

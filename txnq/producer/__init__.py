@@ -16,11 +16,11 @@ from txnq.producer.append_call import (
 from txnq.producer.base import (
     PARTITIONS_REFRESH_SECONDS,
     ROUTING_MODES,
-    EntryBatch,
     ProducerBase,
     delivery_time,
     partition_for_key,
 )
+from txnq.producer.batch import EntryBatch
 from txnq.producer.sync import Producer
 from txnq.transaction.pending import PendingSend, SendCallback, result_timeout
 

@@ -19,7 +19,8 @@ from txnq.durations import Duration
 from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
 from txnq.options import PRODUCER_OPTIONS, checked_options
-from txnq.producer.base import ProducerBase, message_columns
+from txnq.producer.base import ProducerBase
+from txnq.producer.batch import message_columns
 from txnq.transaction.aio import checked_transaction
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback

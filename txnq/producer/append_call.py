@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from txnq.database.arrays import ByteaArray
+
 #: SQLSTATE of append_v5 for a topic over its backlog quota with policy
 #: producer_hold: the producer waits and re-checks, starting after the first
 #: delay and doubling it up to the second.
@@ -34,8 +36,8 @@ def append_arguments(
         topic_id,
         partition,
         *producer,
-        payloads,
-        keys if any(k is not None for k in keys) else None,
+        ByteaArray(payloads),
+        ByteaArray(keys) if any(k is not None for k in keys) else None,
         properties if any(properties) else None,
         event_times if any(event_times) else None,
         *(txn or (None, None)),

@@ -61,6 +61,7 @@ from txnq.producer.append_call import (
     INVALID_ARGUMENT,
     append_arguments,
 )
+from txnq.producer.batch import EntryBatch
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
 from txnq.transaction.protocol import OutgoingMessage
@@ -88,44 +89,9 @@ def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -
     return None
 
 
-def message_columns(
-    message: OutgoingMessage,
-) -> tuple[list[bytes], list[bytes | None], list[str | None], list[datetime | None]]:
-    """One message as the columns of an append of its own (payloads, keys,
-    properties, event times)."""
-    return [message.payload], [message.key], [message.properties], [message.event_time]
-
-
 def partition_for_key(key: bytes, partitions: int) -> int:
     """The partition of a key: CRC-32 of its bytes modulo the partition count."""
     return zlib.crc32(key) % partitions
-
-
-class EntryBatch:
-    """Messages for one partition that will become one entry."""
-
-    __slots__ = (
-        "bytes",
-        "callbacks",
-        "event_times",
-        "future",
-        "keys",
-        "opened",
-        "payloads",
-        "properties",
-        "txn",
-    )
-
-    def __init__(self, txn: TransactionBase | None) -> None:
-        self.txn = txn
-        self.payloads: list[bytes] = []
-        self.keys: list[bytes | None] = []
-        self.properties: list[str | None] = []
-        self.event_times: list[datetime | None] = []
-        self.callbacks: list[tuple[int, SendCallback]] = []
-        self.bytes = 0
-        self.opened = time.monotonic()
-        self.future: Future[int] = Future()  # resolves to the entry offset
 
 
 class ProducerBase:
@@ -252,9 +218,10 @@ class ProducerBase:
                 f"message size of {self._topic.max_message_bytes} bytes: split it, or raise the "
                 "topic's max_message_bytes"
             )
-        key_bytes = encode_key(key)
-        props = encode_properties(properties)
-        when = check_event_time(event_time)
+        # Each check runs only for what was given (send_async's hot path).
+        key_bytes = None if key is None else encode_key(key)
+        props = None if properties is None else encode_properties(properties)
+        when = None if event_time is None else check_event_time(event_time)
         if deliver_after is None and deliver_at is None:  # the common case, kept cheap
             return OutgoingMessage(payload, key_bytes, props, when, partition, callback)
         deliver = delivery_time(deliver_after, deliver_at)
@@ -280,7 +247,8 @@ class ProducerBase:
         if time.monotonic() - self._partitions_checked > PARTITIONS_REFRESH_SECONDS:
             return True
         return (
-            isinstance(partition, int)
+            partition is not None
+            and isinstance(partition, int)
             and not isinstance(partition, bool)
             and partition >= self._partitions
         )
@@ -321,26 +289,41 @@ class ProducerBase:
     ) -> tuple[PendingSend, bool]:
         """Queue one message for ``target`` (the face checked the pending
         limit and holds its lock); returns it and whether to wake the flusher."""
+        payload = message.payload
+        size = len(payload)
         batch = self._batches.get(target)
-        if batch is None or batch.txn is not txn or self._is_full(batch, len(message.payload)):
+        if (
+            batch is None
+            or batch.txn is not txn
+            # _is_full(batch, size), inlined: this runs once per message.
+            or len(batch.payloads) >= self._max_messages
+            or (batch.payloads and batch.bytes + size > self._max_bytes)
+        ):
             if batch is not None:
                 # Seal the full batch (it is written as its own entry) and open
                 # a new one, as Kafka's record accumulator does; an entry
                 # holds the messages of one transaction only.
                 self._sealed.setdefault(target, []).append(batch)
             batch = self._batches[target] = EntryBatch(txn)
-        index = len(batch.payloads)
-        batch.payloads.append(message.payload)
-        batch.keys.append(message.key)
-        batch.properties.append(message.properties)
-        batch.event_times.append(message.event_time)
-        batch.bytes += len(message.payload)
+        payloads = batch.payloads
+        index = len(payloads)
+        payloads.append(payload)
+        if batch.details is not None or (
+            message.key is not None
+            or message.properties is not None
+            or message.event_time is not None
+        ):
+            batch.add_details(index, message)
+        batch.bytes += size
         if message.callback is not None:
             batch.callbacks.append((index, message.callback))
         self._pending += 1
-        # A new batch starts the flusher's delay clock; a full one goes at once.
+        # A new batch starts the flusher's delay clock; a full one goes at once
+        # (_is_full(batch, 0), inlined).
         pending = PendingSend(self.topic, target, batch.future, index)
-        return pending, index == 0 or self._is_full(batch, 0)
+        return pending, index == 0 or index + 1 >= self._max_messages or (
+            batch.bytes > self._max_bytes
+        )
 
     def _is_full(self, batch: EntryBatch, incoming: int) -> bool:
         count = len(batch.payloads)
@@ -377,14 +360,7 @@ class ProducerBase:
     def _write_plan(self, partition: int, batch: EntryBatch) -> Plan[BaseException | None]:
         """Append a batch and settle its future; returns its error, if any."""
         try:
-            offset = yield from self._append_plan(
-                partition,
-                batch.payloads,
-                batch.keys,
-                batch.properties,
-                batch.event_times,
-                batch.txn,
-            )
+            offset = yield from self._append_plan(partition, *batch.columns(), batch.txn)
         except errors.TxnqError as exc:
             if batch.txn is None:
                 self._unreported = self._unreported or exc
