@@ -11,10 +11,13 @@ it is never queued or handed out again. The consumer holds its lock
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from txnq.messages import Message, UndecodableMessage
+
+if TYPE_CHECKING:
+    from txnq.consumer.message_queue import MessageQueue
 
 
 class AckTracker:
@@ -66,51 +69,78 @@ class AckTracker:
         self._mark_delete_seen.pop(partition, None)
         self._acked = {a for a in self._acked if a[0] != partition}
 
+    def unacknowledged_indexes(
+        self, partition: int, offset: int, indexes: Sequence[int]
+    ) -> Sequence[int]:
+        """The batch ``indexes`` of the entry at ``offset`` not acknowledged
+        (read before an ack of ours committed: never handed out again)."""
+        if offset <= self.mark_delete_seen(partition):
+            return []
+        if not self._acked:
+            return indexes
+        return [i for i in indexes if not self.was_acknowledged(partition, offset, i)]
+
     def unacknowledged(self, partition: int, messages: list[Message]) -> list[Message]:
         """``messages`` fetched from ``partition`` less those acknowledged
         (read before an ack of ours committed: never handed out again)."""
         if not self._acked and (
-            not messages or messages[0].message_id.offset > self.mark_delete_seen(partition)
+            not messages or messages[0].offset > self.mark_delete_seen(partition)
         ):
             return messages
         return [
-            m
-            for m in messages
-            if not self.was_acknowledged(partition, m.message_id.offset, m.message_id.batch_index)
+            m for m in messages if not self.was_acknowledged(partition, m.offset, m.batch_index)
         ]
 
-    def take_into(
-        self, taken: list[Message], queue: deque[Message], topic: str, limit: int
-    ) -> None:
+    def take_into(self, taken: list[Message], queue: MessageQueue, topic: str, limit: int) -> None:
         """Move messages from the head of ``queue`` to ``taken`` until it holds
         ``limit``, dropping the acknowledged ones on the way (as
         :meth:`drop_acknowledged_head`, in one pass: batch_receive's hot
         loop) and stopping before an undecodable message (the next receive
-        raises its error in its place)."""
+        raises its error in its place). An entry's messages are judged
+        together while no individual ack is remembered: they share its offset."""
         tracking = bool(self)
         while queue and len(taken) < limit:
-            message = queue[0]
-            if tracking:
-                message_id = message.message_id
-                if message_id.topic == topic and self.was_acknowledged(
-                    message_id.partition, message_id.offset, message_id.batch_index
+            run = queue.head_run()
+            if run is not None and not self._acked:
+                entry = run.entry
+                if (
+                    tracking
+                    and entry.topic == topic
+                    and entry.offset <= self.mark_delete_seen(entry.partition)
                 ):
-                    queue.popleft()
-                    continue
+                    queue.drop_head_run(run)
+                else:
+                    queue.take_from_head_run(run, taken, limit - len(taken))
+                continue
+            message = queue.peek()
+            if (
+                tracking
+                and message.topic == topic
+                and self.was_acknowledged(message.partition, message.offset, message.batch_index)
+            ):
+                queue.popleft()
+                continue
             if message.__class__ is UndecodableMessage:
                 return
             taken.append(queue.popleft())
 
-    def drop_acknowledged_head(self, queue: deque[Message], topic: str) -> None:
+    def drop_acknowledged_head(self, queue: MessageQueue, topic: str) -> None:
         """Drop acknowledged messages from the head of ``queue``. Checked at
         the head, once per message handed out, rather than by scanning the
         queue at every ack (which cost the whole queue per acknowledgement).
         Messages of another topic (a retry-letter consumer shares its
         parent's queue) are left to their own consumer."""
         while queue:
-            message_id = queue[0].message_id
-            if message_id.topic != topic or not self.was_acknowledged(
-                message_id.partition, message_id.offset, message_id.batch_index
+            run = queue.head_run()
+            if run is not None and not self._acked:
+                entry = run.entry
+                if entry.topic != topic or entry.offset > self.mark_delete_seen(entry.partition):
+                    return
+                queue.drop_head_run(run)
+                continue
+            message = queue.peek()
+            if message.topic != topic or not self.was_acknowledged(
+                message.partition, message.offset, message.batch_index
             ):
                 return
             queue.popleft()

@@ -45,7 +45,6 @@ from __future__ import annotations
 import abc
 import time
 import uuid
-from collections import deque
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -59,6 +58,7 @@ from txnq.consumer.claim_delivery import ClaimDelivery
 from txnq.consumer.cursor_delivery import CursorDelivery
 from txnq.consumer.dead_letters import Backoff, DeadLetterPolicy, dead_letter_topic
 from txnq.consumer.delivery import Delivery
+from txnq.consumer.message_queue import MessageQueue
 from txnq.consumer.session import ConsumerSession
 from txnq.database.plans import Call, Plan, retried_once
 from txnq.durations import Duration, parse_duration
@@ -93,7 +93,7 @@ class ConsumerBase(ConsumerSession):
     a lock-free stand-in whose ``notify_all`` wakes waiting receivers)."""
 
     _cond: Any
-    _queue: deque[Message]
+    _queue: MessageQueue
 
     def _configure(
         self,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from txnq import errors
 from txnq.consumer.delivery import Delivery
+from txnq.consumer.fetched import EntryMessage, FetchedEntry
 from txnq.database.plans import Batch, Call, Plan, retried_once
 from txnq.durations import Duration
 from txnq.messages import LenientRows, Message, MessageId, checked
@@ -145,9 +146,11 @@ class CursorDelivery(Delivery):
         return queued
 
     def _enqueue(self, partition: int, epoch: int, rows: Sequence[Any]) -> int:
+        """Queue the fetched entries of ``partition`` (``rows``), each as one
+        run of messages made when handed out (txnq.consumer.message_queue)."""
         consumer = self.consumer
         topic = consumer.topic
-        messages: list[Message] = []
+        entries: list[tuple[FetchedEntry, list[bytes], Sequence[int]]] = []
         sizes: dict[tuple[int, int], int] = {}
         for (
             offset,
@@ -161,41 +164,46 @@ class CursorDelivery(Delivery):
             event_times,
             acked,
         ) in rows:
-            skip = set(acked) if acked else ()
+            entry = FetchedEntry(
+                topic,
+                partition,
+                offset,
+                publish_time,
+                producer_id,
+                first_sequence,
+                count,
+                keys,
+                properties,
+                event_times,
+            )
             if count > 1:
                 sizes[(partition, offset)] = count
-            for index in range(count):
-                if index in skip:
-                    continue
-                messages.append(
-                    Message(
-                        payloads[index],
-                        keys[index] if keys is not None else None,
-                        properties[index] or {} if properties is not None else {},
-                        MessageId(topic, partition, offset, index),
-                        publish_time,
-                        event_times[index] if event_times is not None else None,
-                        0,
-                        producer_id,
-                        None if first_sequence is None else first_sequence + index,
-                        count,
-                    )
-                )
-        if rows.__class__ is LenientRows:  # some values could not be decoded
-            messages = [checked(m) for m in messages]
+            indexes: Sequence[int] = range(len(payloads))
+            if acked:
+                skip = set(acked)
+                indexes = [i for i in indexes if i not in skip]
+            entries.append((entry, payloads, indexes))
+        undecodable = rows.__class__ is LenientRows  # some values could not be decoded
+        queued = 0
         with consumer._cond:
             if consumer._epoch.get(partition, 0) != epoch or partition not in consumer._assigned:
                 return 0  # the partition was reset or handed over meanwhile
-            messages = consumer._acks.unacknowledged(partition, messages)
+            for entry, payloads, indexes in entries:
+                indexes = consumer._acks.unacknowledged_indexes(partition, entry.offset, indexes)
+                if undecodable:
+                    messages = [checked(EntryMessage(payloads[i], entry, i)) for i in indexes]
+                    consumer._queue.extend(messages)
+                else:
+                    consumer._queue.extend_entry(entry, payloads, indexes)
+                queued += len(indexes)
             self.read_position[partition] = rows[-1][0]
             consumer._batch_sizes.update(sizes)
             generation = self.generation.get(partition)
             if generation is not None:
                 for row in rows:
                     self.fetched_generation[(partition, row[0])] = generation
-            consumer._queue.extend(messages)
             consumer._cond.notify_all()
-        return len(messages)
+        return queued
 
     def wait_timeout_plan(self, timeout: float) -> Plan[float | None]:
         """Up to the next nacked message coming due."""

@@ -12,13 +12,13 @@ producers and the transaction); this module decides."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Self
 
 from txnq import errors
 from txnq.consumer.base import ConsumerBase
 from txnq.consumer.dead_letters import Reconsumption, reconsumption, retry_letter_topic, topic_of
+from txnq.consumer.message_queue import MessageQueue
 from txnq.durations import Duration, parse_duration
 from txnq.messages import Message
 
@@ -46,7 +46,7 @@ class RetryLettersBase(ConsumerBase):
                 self._dead_letter_policy, self.topic, self.subscription
             )
         self._cond = new_cond() if parent is None else parent._cond
-        self._queue = deque() if parent is None else parent._queue
+        self._queue = MessageQueue() if parent is None else parent._queue
 
     def _retry_consumer_options(self) -> dict[str, Any]:
         """The subscribe options of a parent's retry consumer: the parent's,

@@ -15,15 +15,14 @@ import abc
 import dataclasses
 import logging
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from txnq import errors
+from txnq.consumer.message_queue import MessageQueue
 from txnq.database.plans import Call, Listen, Plan, Reconnect, Sleep, WaitRoom, retried_once
 from txnq.failpoints import raise_if_armed
-from txnq.messages import Message
 
 if TYPE_CHECKING:
     from txnq.admin import TopicInfo
@@ -38,7 +37,7 @@ class ConsumerSession(abc.ABC):
     sets up the state declared here."""
 
     _cond: Any
-    _queue: deque[Message]
+    _queue: MessageQueue
     _queue_size: int
     _closed: bool
     _failure: errors.TxnqError | None
@@ -228,11 +227,8 @@ class ConsumerSession(abc.ABC):
         self._acks.forget_partition(partition)
         self._delivery.forget_partition(partition)
         # In place and by topic too: a retry-letter consumer shares its parent's
-        # queue (a new deque, or the parent's messages dropped, strands claims).
-        kept = [m for m in self._queue if (m.message_id.topic, m.message_id.partition) != key]
-        if len(kept) != len(self._queue):
-            self._queue.clear()
-            self._queue.extend(kept)
+        # queue (a new queue, or the parent's messages dropped, strands claims).
+        self._queue.drop_partition(*key)
 
     def _wait_for_data_plan(self) -> Plan[None]:
         """Register as a waiter, look once more (no lost wake-up), then wait for a
