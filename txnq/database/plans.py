@@ -29,6 +29,7 @@ from typing import Any, Literal, TypeVar
 import psycopg
 from psycopg import pq
 
+from txnq.database import prepared
 from txnq.database.connections import translate
 from txnq.database.queries import QUERIES
 from txnq.messages import lenient_rows, use_message_loaders
@@ -227,6 +228,10 @@ def _step(step: Step, io: SyncIO) -> Any:
 
 
 def _call(conn: psycopg.Connection[Any], call: Call) -> Any:
+    statement = prepared.PREPARED.get(call.name)
+    if statement is not None and not isinstance(call.params, dict) and prepared.usable(conn):
+        # The hot path (a single send): txnq.database.prepared says why.
+        return _shape(prepared.execute(conn, statement, call.params), call.result)
     with conn.cursor(binary=call.binary) as cur:
         if call.messages:
             use_message_loaders(cur)

@@ -1,0 +1,12 @@
+-- Statements run by txnq.database.prepared: prepared once per connection and
+-- executed through libpq directly (the producer's hot path). Parameters are
+-- $n with their types cast in the text, so the client sends no type OIDs;
+-- each has the same call and result as the cursor query it stands in for.
+
+-- name: append_prepared
+-- append_positional (data_path.sql) as a prepared statement: topic_id,
+-- partition, producer_id, epoch, first_sequence, payloads, keys, properties
+-- (JSON text), event_times, txn_tc, txn_seq.
+SELECT entry_offset, publish_time, duplicate, roll_entry_log
+  FROM txnq.append_v5($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
+                      $7::bytea[], $8::text[]::jsonb[], $9::timestamptz[], $10::integer, $11::bigint)
