@@ -109,7 +109,7 @@ SELECT l.entry_log_id, l.table_name, l.state, l.created_at, l.sealed_at, l.dropp
  ORDER BY l.entry_log_id
 
 -- name: compaction_begin
-SELECT txnq.compaction_begin_v2(%(source)s)
+SELECT txnq.compaction_begin_v3(%(source)s)
 
 -- name: compaction_copy
 SELECT rows, bytes, last_topic, last_partition, last_offset

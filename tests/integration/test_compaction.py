@@ -498,3 +498,47 @@ def test_gc_merges_small_sealed_logs_into_one_and_every_live_message_stays_reada
             with pytest.raises(psycopg.Error) as raised:
                 conn.execute("SELECT * FROM txnq.compaction_merge_v1(%s, %s, %s)", args)
             assert raised.value.sqlstate == "TQ005", args
+
+
+#: The storage and compression of each entry array column of every entry-log
+#: table: ('x', 'l') is lz4, ('e', '') uncompressed (revision 0023).
+ENTRY_ARRAY_STORAGE = """
+SELECT DISTINCT a.attstorage::text, a.attcompression::text
+  FROM pg_catalog.pg_attribute a
+  JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+ WHERE c.relnamespace = 'txnq'::regnamespace
+   AND (c.relname = 'entries' OR c.relname ~ '^entries_[0-9]+$')
+   AND a.attname IN ('payloads', 'keys', 'properties', 'event_times')
+"""
+
+LZ4_AVAILABLE = """
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_settings
+                WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals))
+"""
+
+
+def test_every_entry_log_compresses_with_lz4_or_not_at_all_and_reads_back(dsn: str) -> None:
+    """Revision 0023: pglz spent milliseconds on a batch it could not compress;
+    the entry arrays use lz4 where the server has it, else no compression, in
+    the first entry log, in the ones rolled and compacted later, and the
+    messages read back the same."""
+    expected = [("x", "l")] if sql_value(dsn, LZ4_AVAILABLE) else [("e", "")]
+    payloads = [bytes([i % 251]) * 300 for i in range(200)] + [b'{"a": 1}' * 40]
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("compressed", partitions=1)
+        with client.producer("compressed") as producer:
+            for payload in payloads[:100]:
+                producer.send_async(payload, key="k", properties={"p": "v"})
+            producer.flush()
+            sql(dsn, "SELECT txnq.roll_entry_log_v3(true)")
+            for payload in payloads[100:]:
+                producer.send_async(payload)
+            producer.flush()
+        source = sql_value(dsn, "SELECT min(entry_log_id) FROM txnq.entry_logs")
+        target = sql_value(dsn, "SELECT txnq.compaction_begin_v3(%s)", [source])
+        assert sql(dsn, ENTRY_ARRAY_STORAGE) == expected
+        sql(dsn, "SELECT txnq.compaction_abandon_v2(%s)", [target])
+        with client.subscribe("compressed", "s", initial_position="earliest") as consumer:
+            received = receive_messages(consumer, len(payloads))
+    assert [m.value for m in received] == payloads
+    assert received[0].properties == {"p": "v"} and received[0].key == "k"
