@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 CODE := txnq workers migrations tests bench examples scripts
 
-.PHONY: demo test lint bench bench-spark install-spark standalone clean
+.PHONY: demo test lint bench bench-spark bench-peers install-peers install-spark standalone clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -46,6 +46,31 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/produce_consume.py
+
+# txnq next to PgQ, pgqueuer, procrastinate and pgmq on the local PostgreSQL
+# (docs/benchmarks.md); PEERS_DSN picks another server.
+PEERS_DSN ?= postgresql://postgres@127.0.0.1:5432/postgres
+bench-peers: $(STAMP) install-peers
+	$(PY) -m bench.peers --dsn "$(PEERS_DSN)"
+
+# The peers' Python packages (the bench extra) and PgQ, Debian's
+# postgresql-15-pgq3 for the machine's PostgreSQL 15: installed with apt-get
+# when it is missing and this runs as root, announced before it runs;
+# otherwise say what to install (bench.peers reports PgQ as skipped).
+install-peers: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[bench]"
+	@if [ -f /usr/share/postgresql/15/extension/pgq.control ]; then \
+		true; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "make install-peers: running as root, so installing a system package now:"; \
+		echo "  apt-get install postgresql-15-pgq3 (after apt-get update if needed): PgQ,"; \
+		echo "  the peer bench.peers measures on PostgreSQL 15."; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15-pgq3 >/dev/null \
+		|| { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15-pgq3 >/dev/null; } \
+		|| echo "could not install postgresql-15-pgq3: bench.peers reports PgQ as skipped"; \
+	else \
+		echo "no PgQ for PostgreSQL 15: install postgresql-15-pgq3 (Debian/Ubuntu); bench.peers reports PgQ as skipped until then"; \
+	fi
 
 # Spark reading committed ranges over JDBC next to a plain JDBC read of the
 # same rows (docs/spark.md).
