@@ -7,8 +7,9 @@ counters it keeps anyway, deleted after CONSOLE_HISTORY_SECONDS by the same
 call. txnq.console_actions records every action an operator confirmed in the
 console (txnq.console_record_action_v1, administrators only), bounded the
 same way. The views topic_history, storage_history and console_action_log
-read them, cursor_status shows each subscription per partition (txnq_reader too, as every inspection view); console_role_v1 tells
-the console who it runs as and whether it may administer.
+read them, cursor_status shows each subscription per partition (txnq_reader
+reads them all, as every inspection view); console_role_v1 tells the console
+who it runs as and whether it may administer.
 
 grant_roles_v5 puts console_sample in the scheduler class, lets txnq_reader
 call console_role, and runs at the end. Downgrade drops all of it.

@@ -425,7 +425,7 @@ async function browse(event) {
     const format = f.get("format");
     const show = p => format === "hex" ? p.hex : format === "json" ? (p.json ?? "(not JSON) " + (p.text ?? p.hex)) : (p.text ?? "(not UTF-8) " + p.hex);
     out.replaceChildren(table([
-      { title: "Offset", num: true, value: r => r.batch_index ? `${r.offset}.${r.batch_index}` : r.offset },
+      { title: "Offset", num: true, value: r => r.batch_index ? `${r.offset} #${r.batch_index}` : r.offset },
       { title: "Published", value: r => time(r.publish_time) },
       { title: "Key", value: r => r.key ?? "" },
       { title: "Properties", value: r => r.properties ? el("pre", {}, JSON.stringify(r.properties)) : "" },
