@@ -83,7 +83,7 @@ def test_a_chart_shows_data_just_produced(
     dsn: str, browser: Any, serve: Callable[[str], str]
 ) -> None:
     with txnq.Client(dsn) as client:
-        client.admin.create_topic("clicks", partitions=2)
+        client.admin.create_topic("clicks", partitions=1)
         database = ConsoleDatabase(dsn, client.settings)
         sample_history(database)  # the scheduler's job, run now
         with client.producer("clicks") as producer:
