@@ -7,6 +7,10 @@ drives the page itself in Chromium."""
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -208,3 +212,38 @@ def test_the_chart_history_is_sampled_and_bounded(dsn: str) -> None:
         for bad in (0, -1, "1h", float("inf")):
             with pytest.raises(errors.InvalidArgumentError):
                 sample_history(database, keep_seconds=bad)  # type: ignore[arg-type]
+
+
+def test_txnq_console_serves_until_sigterm(dsn: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "txnq.cli", "console", "--dsn", dsn, "--port", "0", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = json.loads(process.stdout.readline())["url"]
+        assert url.startswith("http://127.0.0.1:")
+        status, body = _caller(url)("/api/whoami")
+        assert status == 200 and body["may_administer"] is True
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+
+
+def test_txnq_console_names_the_setting_when_its_port_is_taken(dsn: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "txnq.cli", "console", "--dsn", dsn, "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert "CONSOLE_PORT" in result.stderr and "Traceback" not in result.stderr
