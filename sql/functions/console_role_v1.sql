@@ -1,5 +1,5 @@
 -- txnq.console_role_v1: who the web console runs as, and whether it may
--- administer (docs/console.md). Revision 0023.
+-- administer (docs/console.md). Revision 0024.
 --
 -- The console offers its actions (create or delete a topic, policies,
 -- seek, abort, test messages) only to an administrator of all of txnq

@@ -1,4 +1,4 @@
--- txnq.grant_roles_v5: the grants of revision 0023, run by `txnq migrate`
+-- txnq.grant_roles_v5: the grants of revision 0024, run by `txnq migrate`
 -- after every upgrade (the newest grant_roles_vN): grant_roles_v4's
 -- (docs/security.md), and the web console's functions (docs/console.md):
 -- console_sample (the scheduler's sampling job) in the scheduler class,

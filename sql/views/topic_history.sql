@@ -1,4 +1,4 @@
--- txnq.topic_history (revision 0023): the web console's chart history, one
+-- txnq.topic_history (revision 0024): the web console's chart history, one
 -- row per topic and sample (txnq.console_sample_v1, every
 -- CONSOLE_SAMPLE_INTERVAL_SECONDS, kept CONSOLE_HISTORY_SECONDS).
 --

@@ -1,4 +1,4 @@
--- txnq.storage_history (revision 0023): entry logs and ledgers over time,
+-- txnq.storage_history (revision 0024): entry logs and ledgers over time,
 -- one row per sample of txnq.console_sample_v1 (the web console's storage
 -- chart). entry_logs counts the logs not dropped, entry_log_bytes is their
 -- size on disk (indexes and TOAST included), ledgers the ledgers not deleted.

@@ -1,4 +1,4 @@
--- txnq.console_action_log (revision 0023): what operators did from the web
+-- txnq.console_action_log (revision 0024): what operators did from the web
 -- console, one row per confirmed action (txnq.console_record_action_v1):
 -- when, as which role, the action, its target and arguments, and the error
 -- when it failed (NULL: done). Kept CONSOLE_HISTORY_SECONDS.

@@ -1,4 +1,4 @@
--- Revision 0023: what the web console (docs/console.md) keeps.
+-- Revision 0024: what the web console (docs/console.md) keeps.
 --
 -- The charts' history: the scheduler's console_sample job samples, every
 -- CONSOLE_SAMPLE_INTERVAL_SECONDS, per topic the counters the database keeps

@@ -1,6 +1,6 @@
 -- txnq.console_sample_v1: one sample of every topic's counters and of the
 -- entry logs, for the web console's charts (docs/console.md), and the
--- history's bound. Revision 0023; run by the scheduler's console_sample job.
+-- history's bound. Revision 0024; run by the scheduler's console_sample job.
 --
 -- Parameters: p_keep_seconds, how long samples and console actions are kept
 -- (CONSOLE_HISTORY_SECONDS, > 0). Returns the number of topics sampled.

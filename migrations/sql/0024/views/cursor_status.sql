@@ -1,4 +1,4 @@
--- txnq.cursor_status (revision 0023): one row per subscription and
+-- txnq.cursor_status (revision 0024): one row per subscription and
 -- partition (its cursor), for the web console's subscription page.
 --
 -- lag_entries is how many entries the subscription may read there and its

@@ -1,5 +1,5 @@
 -- txnq.console_record_action_v1: record one action an operator confirmed in
--- the web console (docs/console.md), done or failed. Revision 0023.
+-- the web console (docs/console.md), done or failed. Revision 0024.
 --
 -- Parameters: p_action, one of the console's actions; p_target, what it
 -- acted on (a topic, 'topic/subscription', a transaction id; 1 to 300

@@ -14,8 +14,8 @@ who it runs as and whether it may administer.
 grant_roles_v5 puts console_sample in the scheduler class, lets txnq_reader
 call console_role, and runs at the end. Downgrade drops all of it.
 
-Revision ID: 0023
-Revises: 0022
+Revision ID: 0024
+Revises: 0023
 Create Date: 2026-11-26
 """
 
@@ -25,21 +25,21 @@ from alembic import op
 
 from txnq.database.migrate import apply_sql_files
 
-revision = "0023"
-down_revision = "0022"
+revision = "0024"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "0023/schema/0023_console.sql",
-    "0023/functions/console_sample_v1.sql",
-    "0023/functions/console_role_v1.sql",
-    "0023/functions/console_record_action_v1.sql",
-    "0023/views/topic_history.sql",
-    "0023/views/storage_history.sql",
-    "0023/views/console_action_log.sql",
-    "0023/views/cursor_status.sql",
-    "0023/functions/grant_roles_v5.sql",
+    "0024/schema/0024_console.sql",
+    "0024/functions/console_sample_v1.sql",
+    "0024/functions/console_role_v1.sql",
+    "0024/functions/console_record_action_v1.sql",
+    "0024/views/topic_history.sql",
+    "0024/views/storage_history.sql",
+    "0024/views/console_action_log.sql",
+    "0024/views/cursor_status.sql",
+    "0024/functions/grant_roles_v5.sql",
 ]
 
 GRANT_ROLES = "SELECT txnq.grant_roles_v5()"
