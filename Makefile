@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 CODE := txnq workers migrations tests bench examples scripts
 
-.PHONY: demo test lint bench bench-spark bench-peers install-peers install-spark standalone clean
+.PHONY: demo test lint bench bench-spark bench-peers install-peers install-spark install-chromium console-screenshots standalone clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,7 +31,7 @@ demo: $(STAMP)
 
 # Lint, type-check and run the test suite (TXNQ_TEST_DSN picks the server;
 # unset: testcontainers if Docker answers, else embedded PostgreSQL 18).
-test: lint install-spark
+test: lint install-spark install-chromium
 	@if [ -z "$$TXNQ_TEST_DSN" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "make test: running as root without TXNQ_TEST_DSN, so the tests' embedded"; \
 		echo "  PostgreSQL servers run as the system user embedded_postgres, created now if missing."; \
@@ -98,6 +98,30 @@ install-spark:
 		echo "no PostgreSQL JDBC jar at $(JDBC_JAR): install libpostgresql-jdbc-java (Debian/Ubuntu) or postgresql-jdbc (Fedora), or set TXNQ_SPARK_JDBC_JAR; Spark tests skip until then"; \
 	fi
 	@command -v java >/dev/null 2>&1 || echo "no java on PATH: Spark needs Java 17+ (openjdk-17-jre-headless); Spark tests skip until then"
+
+# Headless Chromium for the web console's browser tests
+# (tests/integration/test_console_browser.py) and screenshots: Debian's
+# chromium and chromium-driver when missing and apt-get runs as root,
+# announced before it runs; otherwise say what to install (the browser tests
+# skip, naming it). Selenium is given /usr/bin/chromedriver, so it never
+# downloads a browser or a driver.
+install-chromium:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then \
+		true; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "make install-chromium: running as root, so installing system packages now:"; \
+		echo "  apt-get install chromium chromium-driver (after apt-get update if needed): the"; \
+		echo "  headless browser the web console's tests drive (or run as a normal user: they skip)."; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver >/dev/null \
+		|| { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver >/dev/null; } \
+		|| echo "could not install chromium and chromium-driver: the console's browser tests will skip"; \
+	else \
+		echo "no /usr/bin/chromium and /usr/bin/chromedriver: install chromium and chromium-driver (Debian/Ubuntu) for the console's browser tests; they skip until then"; \
+	fi
+
+# The screenshots of docs/console/ (README.md, docs/console.md), taken on sample data.
+console-screenshots: $(STAMP) install-chromium
+	$(PY) scripts/console_screenshots.py
 
 standalone: $(STAMP)
 	$(VENV)/bin/txnq standalone

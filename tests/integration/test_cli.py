@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -586,6 +587,9 @@ def test_standalone_json_is_one_line_naming_the_dsn_and_its_kept_port(home: Path
     assert banner["dsn"] == f"postgresql://postgres@127.0.0.1:{port}/txnq"
     assert (banner["port"], banner["started"], banner["revision"]) == (port, True, head_revision())
     assert "abort_timed_out" in banner["jobs"] and banner["coordinator"] is True
+    # The web console is served too (docs/console.md).
+    with urllib.request.urlopen(banner["console"] + "api/whoami", timeout=10) as response:
+        assert json.loads(response.read())["revision"] == head_revision()
     code, _, err = _stop(process, signal.SIGTERM)
     assert code == 0, err
     assert (home / "port").read_text().strip() == str(port)

@@ -64,9 +64,10 @@ ANY_CLIENT = {
     "open_txn", "txn_limits", "schema_revision", "list_topics", "topic_permissions",
     "publish_staged", "discard_staged", "init_transactional_id", "spark_ingestion_list",
     "sink_pending", "sink_session_epoch", "sink_session_lock", "txn_list", "roll_entry_log",
+    "console_role",
 }  # fmt: skip
 PURE = {"key_hash", "key_owner", "partition_for_key"}
-ADMIN_ONLY = {"txn_find_hanging"}
+ADMIN_ONLY = {"txn_find_hanging", "console_record_action"}
 COORDINATOR = {
     "complete_txn_partition", "complete_txn_subscription", "finish_txn", "complete_txn",
     "coordinator_decided", "coordinator_record_owner", "schema_revision",
@@ -75,9 +76,9 @@ SCHEDULER = {
     "abort_timed_out", "expire_ttl", "apply_retention", "check_backlog_quota", "entry_log_usage",
     "compaction_begin", "compaction_copy", "compaction_last_key", "compaction_catch_up",
     "compaction_swap", "compaction_abandon", "roll_entry_log", "unsubscribe", "schema_revision",
-    "gc_drop_entry_log", "purge_history", "txn_log_maintain", "compaction_merge",
+    "gc_drop_entry_log", "purge_history", "txn_log_maintain", "compaction_merge", "console_sample",
 }  # fmt: skip
-READER = {"entry_log_usage_inspect", "topic_permissions", "schema_revision"}
+READER = {"entry_log_usage_inspect", "topic_permissions", "schema_revision", "console_role"}
 CLIENT = PRODUCE | CONSUME | ADMIN | USE | OWN_TXN | ANY_CLIENT | PURE | ADMIN_ONLY
 PUBLIC = CLIENT | COORDINATOR | SCHEDULER | READER
 # Called only by other txnq functions: no role but the owner may execute them.

@@ -16,6 +16,7 @@ import typer
 from txnq import __version__, errors
 from txnq.cli import (
     config,
+    console,
     consume,
     gc,
     migrate,
@@ -78,6 +79,7 @@ app = Commands(
 # `txnq --help` lists the commands, then the groups, each in the order added here.
 app.command("migrate")(migrate.migrate)
 app.command("standalone")(standalone.standalone)
+app.command("console")(console.console)
 app.command("produce")(produce.produce)
 app.command("consume")(consume.consume)
 app.add_typer(topics.topics_app, name="topics")

@@ -187,6 +187,27 @@ MetricsHostOption = Annotated[
 ]
 
 
+def check_console_port(value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= 65535:
+        raise typer.BadParameter(
+            f"must be a TCP port from 1 to 65535 (0: any free port), not {value}"
+        )
+    return value
+
+
+ConsolePortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--console-port",
+        metavar="PORT",
+        callback=check_console_port,
+        show_default=False,
+        help="Serve the web console at http://127.0.0.1:PORT/ (0: any free port). "
+        "Default: TXNQ_CONSOLE_PORT, else 8470. See docs/console.md.",
+    ),
+]
+
+
 # -- topics and subscriptions -----------------------------------------------------
 
 TopicArgument = Annotated[str, typer.Argument(help="Topic name.", show_default=False)]

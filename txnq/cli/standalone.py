@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from txnq.cli.options import (
+    ConsolePortOption,
     HomeOption,
     JsonOption,
     LogLevelOption,
@@ -43,6 +44,10 @@ def standalone(
     log_level: LogLevelOption = "info",
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = None,
+    console_port: ConsolePortOption = None,
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the web console.")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Run txnq on one machine in the foreground, like `pulsar standalone`.
@@ -53,8 +58,11 @@ def standalone(
     (with --json: one line of JSON). Ctrl-C or SIGTERM stops the workers, and stops
     PostgreSQL if this command started it (a server that was already running
     keeps running). With --metrics-port, one Prometheus endpoint serves the
-    metrics of both workers.
+    metrics of both workers. The web console is served on 127.0.0.1 (its URL
+    is printed; on any free port when its own is taken), unless --no-console.
     """
+    from txnq import errors
+    from txnq.console.server import ConsoleServer
     from txnq.database.migrate import upgrade
     from txnq.metrics import MetricsServer, serve
     from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
@@ -67,12 +75,16 @@ def standalone(
     scheduler: Scheduler | None = None
     coordinator: CoordinatorThread | None = None
     metrics: MetricsServer | None = None
+    web_console: ConsoleServer | None = None
     server_started = False
 
     def stop_everything() -> None:
         # Idempotent: runs on a stop signal, and again on the way out of an
         # error or an interrupt during start-up.
-        nonlocal scheduler, coordinator, metrics, server_started
+        nonlocal scheduler, coordinator, metrics, web_console, server_started
+        if web_console is not None:
+            web_console.stop()
+            web_console = None
         if coordinator is not None:
             coordinator.stop()
             coordinator = None
@@ -104,7 +116,14 @@ def standalone(
                     coordinator = CoordinatorThread(
                         CoordinatorWorker(dsn, settings, metrics=metrics)
                     ).start()
+                if not no_console:
+                    try:
+                        web_console = ConsoleServer(dsn, settings, port=console_port).start()
+                    except errors.ConfigurationError as exc:  # its port is taken
+                        note(f"{exc}: serving the console on a free port instead")
+                        web_console = ConsoleServer(dsn, settings, port=0).start()
                 banner = _banner(server, dsn, revision, was_running, scheduler, metrics)
+                banner["console"] = None if web_console is None else web_console.url
                 if as_json:  # one line: a script reads it while this keeps running
                     print_json(banner, lines=True)
                 else:
@@ -155,6 +174,8 @@ def _print_banner(banner: dict[str, Any]) -> None:
     ]
     if banner["metrics"] is not None:
         rows.append(("metrics", banner["metrics"]))
+    if banner["console"] is not None:
+        rows.append(("console", banner["console"]))
     rows.append(("DSN", banner["dsn"]))
     console.print(properties_table("txnq standalone is running", rows))
     console.print("Use it from another shell:", style="dim", highlight=False)

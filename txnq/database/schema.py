@@ -355,6 +355,43 @@ job_failures = Table(
     Column("last_failed_at", TZ, nullable=False),
 )
 
+# The web console's chart history, sampled by the scheduler's console_sample
+# job and its audit trail (revision 0023, docs/console.md); all three are
+# bounded by CONSOLE_HISTORY_SECONDS (txnq.console_sample_v1).
+topic_samples = Table(
+    "topic_samples",
+    metadata,
+    Column("topic_id", Integer, primary_key=True, autoincrement=False),
+    Column("sampled_at", TZ, primary_key=True),
+    Column("entries_written", BigInteger, nullable=False),
+    Column("entries_acked", BigInteger, nullable=False),
+    Column("backlog_entries", BigInteger, nullable=False),
+    Column("live_ledgers", Integer, nullable=False),
+    Column("live_bytes", BigInteger, nullable=False),
+)
+
+storage_samples = Table(
+    "storage_samples",
+    metadata,
+    Column("sampled_at", TZ, primary_key=True),
+    Column("entry_logs", Integer, nullable=False),
+    Column("entry_log_bytes", BigInteger, nullable=False),
+    Column("ledgers", Integer, nullable=False),
+)
+
+console_actions = Table(
+    "console_actions",
+    metadata,
+    Column("action_id", BigInteger, Identity(always=True), primary_key=True),
+    Column("at", TZ, nullable=False, server_default=text("now()")),
+    Column("role", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("target", Text, nullable=False),
+    Column("details", JSONB, nullable=False, server_default=text("'{}'")),
+    Column("error", Text),
+    Index("console_actions_by_time", "at"),
+)
+
 # The topics the last backlog quota check found over their quota (revision 0006).
 backlog_quota_exceeded = Table(
     "backlog_quota_exceeded",
