@@ -325,6 +325,13 @@ class ProducerBase:
             batch.bytes > self._max_bytes
         )
 
+    def _queue_full_error(self) -> errors.TimeoutError:
+        """What a send raises when the pending queue did not drain within send_timeout."""
+        return errors.TimeoutError(
+            f"the producer's pending queue is full ({self._max_pending} messages) "
+            "and did not drain in time: PostgreSQL may be unreachable"
+        )
+
     def _is_full(self, batch: EntryBatch, incoming: int) -> bool:
         count = len(batch.payloads)
         return count >= self._max_messages or (

@@ -248,10 +248,7 @@ class Producer(ProducerBase):
         while self._pending >= self._max_pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise errors.TimeoutError(
-                    f"the producer's pending queue is full ({self._max_pending} messages) "
-                    "and did not drain in time: PostgreSQL may be unreachable"
-                )
+                raise self._queue_full_error()
             self._cond.wait(remaining)
             self._check_usable()
 
