@@ -34,6 +34,7 @@ CONSUMER_OPTIONS: dict[str, Any] = {
     "negative_ack_backoff": None,
     "dead_letter_policy": None,
     "retry_enable": False,
+    "durable_acks": False,
 }
 
 

@@ -37,6 +37,16 @@ SELECT txnq.ack_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulativ
                    %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[],
                    %(cumulative_batch_index)s, %(cumulative_batch_size)s, %(txn_tc)s, %(txn_seq)s)
 
+-- name: ack_lazy
+-- ack, committed without waiting for the WAL flush: synchronous_commit is off
+-- for this statement's transaction only (set_config's is_local; a FROM item,
+-- so it is set before ack_v3 runs). For acks outside a transaction: why, and
+-- what it gives up, in txnq.consumer.delivery.Delivery.ack_query.
+SELECT txnq.ack_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulative_offset)s,
+                   %(offsets)s::bigint[], %(batch_indexes)s::int[], %(batch_sizes)s::int[],
+                   %(cumulative_batch_index)s, %(cumulative_batch_size)s, %(txn_tc)s, %(txn_seq)s)
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy
+
 -- name: seek
 SELECT txnq.seek_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offset)s, %(time)s)
 

@@ -11,6 +11,13 @@ SELECT partition, entry_offset, batch_index, batch_size, publish_time, producer_
 SELECT txnq.ack_shared_v4(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s::bigint[],
                           %(batch_indexes)s::int[], %(txn_tc)s, %(txn_seq)s)
 
+-- name: ack_shared_lazy
+-- ack_shared, committed without waiting for the WAL flush (as ack_lazy in
+-- data_path.sql: txnq.consumer.delivery.Delivery.ack_query says why).
+SELECT txnq.ack_shared_v4(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offsets)s::bigint[],
+                          %(batch_indexes)s::int[], %(txn_tc)s, %(txn_seq)s)
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy
+
 -- name: nack_shared
 SELECT txnq.nack_shared_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(consumer_id)s,
                            %(offsets)s::bigint[], %(batch_indexes)s::int[], %(delays)s::float8[])

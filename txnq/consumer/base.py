@@ -114,6 +114,7 @@ class ConsumerBase(ConsumerSession):
         negative_ack_backoff: Backoff | None,
         dead_letter_policy: DeadLetterPolicy | None,
         retry_enable: bool,
+        durable_acks: bool = False,
     ) -> None:
         """Check the options and set up the state; no I/O."""
         self.subscription = validate_name(subscription, "subscription")
@@ -141,6 +142,11 @@ class ConsumerBase(ConsumerSession):
             )
         if not isinstance(retry_enable, bool):
             raise errors.InvalidArgumentError(f"retry_enable must be a bool, got {retry_enable!r}")
+        if not isinstance(durable_acks, bool):
+            raise errors.InvalidArgumentError(f"durable_acks must be a bool, got {durable_acks!r}")
+        #: Acks outside a transaction wait for the WAL flush (True) or not
+        #: (False, the default): txnq.consumer.delivery.ack_query says why.
+        self._durable_acks = durable_acks
         self._ack_timeout = (
             None
             if ack_timeout is None

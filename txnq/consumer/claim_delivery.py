@@ -208,9 +208,10 @@ class ClaimDelivery(Delivery):
             offsets.append(message_id.offset)
             indexes.append(message_id.batch_index)
         consumer._join(txn)
+        query = self.ack_query("ack_shared", txn is not None)
         calls = [
             Call(
-                "ack_shared",
+                query,
                 {
                     "topic_id": consumer._topic_id,
                     "partition": partition,

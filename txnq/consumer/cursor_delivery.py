@@ -338,7 +338,8 @@ class CursorDelivery(Delivery):
         effect (outside a transaction) so they are not handed out again."""
         if not calls:
             return  # an empty list acknowledges nothing
-        steps = [Call("ack", call, "value") for call in calls]
+        query = self.ack_query("ack", calls[0]["txn_tc"] is not None)
+        steps = [Call(query, call, "value") for call in calls]
         if expected_generation is not None:
             steps.append(Call("cursor_generation", calls[0], "value"))
             check = self._generation_check(calls[0], expected_generation)

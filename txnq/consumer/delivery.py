@@ -39,6 +39,26 @@ class Delivery(abc.ABC):
     def __init__(self, consumer: ConsumerBase) -> None:
         self.consumer = consumer
 
+    def ack_query(self, name: str, in_transaction: bool) -> str:
+        """The query of an acknowledgement: ``name`` itself, or outside a
+        transaction and without ``durable_acks`` its ``_lazy`` form, which
+        commits without waiting for PostgreSQL's WAL flush
+        (``synchronous_commit`` off for that one transaction;
+        sql/queries/data_path.sql). Waiting for the flush cost a consumer
+        of batches of 1,000 two thirds of its time (docs/benchmarks.md).
+
+        What it gives up: after a crash of PostgreSQL itself (not of the
+        client), acknowledgements of the last fraction of a second (at most
+        three times ``wal_writer_delay``) may be lost, and those messages
+        delivered again: at least once, as Pulsar (which persists a cursor's
+        position at most once a second) and Kafka (which commits offsets every
+        five seconds by default) do. An acknowledgement in a transaction always
+        waits: the transaction's commit does (and WAL is flushed in order, so
+        every lazy ack before a durable commit is durable with it)."""
+        if in_transaction or self.consumer._durable_acks:
+            return name
+        return f"{name}_lazy"
+
     # -- receiving ----------------------------------------------------------
 
     @abc.abstractmethod

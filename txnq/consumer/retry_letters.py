@@ -63,6 +63,7 @@ class RetryLettersBase(ConsumerBase):
             "ack_timeout": self._ack_timeout,
             "negative_ack_backoff": self._backoff,
             "dead_letter_policy": self._dead_letter_policy,
+            "durable_acks": self._durable_acks,
         }
 
     def _set_retry_consumer(self, retry_consumer: Self) -> None:

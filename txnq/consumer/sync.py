@@ -60,7 +60,11 @@ class Consumer(RetryLettersBase):
     was claimed is delivered again), ``negative_ack_backoff`` (a
     :class:`Backoff`; replaces the fixed nack delay), ``dead_letter_policy``
     (a :class:`DeadLetterPolicy`), ``retry_enable`` (read the retry-letter
-    topic too, for ``reconsume_later``).
+    topic too, for ``reconsume_later``). ``durable_acks`` (False: an
+    acknowledgement outside a transaction is applied when the call returns
+    and durable once PostgreSQL flushes its WAL, a fraction of a second later,
+    as Pulsar and Kafka persist acknowledgements lazily; True: durable when the
+    call returns, at the cost of a WAL flush per call).
     """
 
     def __init__(
@@ -82,6 +86,7 @@ class Consumer(RetryLettersBase):
         negative_ack_backoff: Backoff | None = None,
         dead_letter_policy: DeadLetterPolicy | None = None,
         retry_enable: bool = False,
+        durable_acks: bool = False,
         _retry_parent: Consumer | None = None,
     ) -> None:
         self._client = client
@@ -102,6 +107,7 @@ class Consumer(RetryLettersBase):
             negative_ack_backoff=negative_ack_backoff,
             dead_letter_policy=dead_letter_policy,
             retry_enable=retry_enable,
+            durable_acks=durable_acks,
         )
         # State shared by the fetch thread and the caller is guarded by _cond.
         self._configure_retry(retry_enable, _retry_parent, threading.Condition)
@@ -187,7 +193,9 @@ class Consumer(RetryLettersBase):
         *,
         txn: Transaction | AttachedTransaction | None = None,
     ) -> None:
-        """Acknowledge messages individually; durable when this returns. A list
+        """Acknowledge messages individually; in effect when this returns,
+        durable a moment later (or at once with ``durable_acks=True``;
+        docs/subscriptions.md, "When an acknowledgement is durable"). A list
         spanning partitions is acknowledged atomically. With ``txn``, the acks
         are pending until the transaction commits (an abort releases them and
         the messages are delivered again); a message another open transaction
