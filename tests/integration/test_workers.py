@@ -59,13 +59,18 @@ class Worker:
     """One `txnq worker <kind>` process, its log file and its endpoints."""
 
     def __init__(
-        self, kind: str, folder: Path, environment: dict[str, str], argv: list[str] | None = None
+        self,
+        kind: str,
+        folder: Path,
+        environment: dict[str, str],
+        argv: list[str] | None = None,
+        program: list[str] | None = None,
     ) -> None:
         self.kind = kind
         self.log_path = folder / f"{kind}-{uuid.uuid4().hex[:6]}.log"
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [TXNQ, *(argv or ["worker", kind, "--log-level", "INFO"])],
+                [*(program or [TXNQ]), *(argv or ["worker", kind, "--log-level", "INFO"])],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
@@ -133,12 +138,12 @@ def workers() -> Iterator[Callable[..., Worker]]:
     folder = Path(tempfile.mkdtemp(prefix="txnq-test-workers-"))
     started: list[Worker] = []
 
-    def start(kind: str, dsn: str, **env: str) -> Worker:
+    def start(kind: str, dsn: str, *, program: list[str] | None = None, **env: str) -> Worker:
         environment = {k: v for k, v in os.environ.items() if not k.startswith("TXNQ_")}
         environment.update(WORKER_ENV)
         environment.update(env)
         environment["TXNQ_DSN"] = dsn
-        worker = Worker(kind, folder, environment)
+        worker = Worker(kind, folder, environment, program=program)
         started.append(worker)
         return worker
 
@@ -245,6 +250,82 @@ def test_three_coordinator_processes_split_16_coordinators_evenly(
         messages = worker.messages()
         assert any("joined" in m for m in messages)
         assert any(re.search(r"released coordinators \[.*\] \(stopping\)", m) for m in messages)
+
+
+#: `txnq worker coordinator` with SIGTERM landing on a chosen line of the main
+#: thread's wait for it (issue 20): once the file SIGTERM_FILE exists, at the
+#: next line of StopSignal.wait itself (the top of its loop) a trace function
+#: starts counting the lines the main thread runs inside the wait, and on the
+#: SIGTERM_LINE-th raises SIGTERM, which Python handles right there. Under CPU
+#: load a real SIGTERM lands on any such line by chance, when the main thread
+#: is preempted there; this lands it there every time.
+SIGTERM_ON_A_LINE_OF_THE_WAIT = r"""
+import os, signal, sys
+from txnq.workers import scheduler
+
+trigger, line = os.environ["SIGTERM_FILE"], int(os.environ["SIGTERM_LINE"])
+original = scheduler.StopSignal.wait
+countdown = None
+
+def trace(frame, event, arg):
+    global countdown
+    if event == "line":
+        if countdown is None:
+            if frame.f_code is original.__code__ and os.path.exists(trigger):
+                countdown = line
+        elif countdown > 0:
+            countdown -= 1
+            if countdown == 0:
+                signal.raise_signal(signal.SIGTERM)
+    return trace
+
+def wait(self):
+    sys.settrace(trace)  # the main thread only, and only inside the wait
+    try:
+        return original(self)
+    finally:
+        sys.settrace(None)
+
+scheduler.StopSignal.wait = wait
+sys.argv = ["txnq", "worker", "coordinator", "--log-level", "INFO"]
+from txnq.cli import main
+main()
+"""
+
+
+def test_a_coordinator_stops_on_whichever_line_of_its_wait_sigterm_lands(
+    dsn: str, workers: Callable[..., Worker], tmp_path: Path
+) -> None:
+    trigger = tmp_path / "sigterm-now"
+    program = [sys.executable, "-c", SIGTERM_ON_A_LINE_OF_THE_WAIT]
+    # One process per line: five together hold every coordinator (3 or 4 each).
+    started = [
+        workers(
+            "coordinator", dsn, program=program, SIGTERM_FILE=str(trigger), SIGTERM_LINE=str(line)
+        )
+        for line in range(1, 6)
+    ]
+    wait_for_leases(
+        dsn,
+        lambda h: all_16_held(h) and sorted(map(len, h.values())) == [3, 3, 3, 3, 4],
+        "16 coordinators split 4/3/3/3/3",
+    )
+
+    trigger.touch()
+    deadline = time.monotonic() + SHUTDOWN_TIMEOUT + 5
+    for line, worker in enumerate(started, start=1):
+        try:
+            code = worker.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"SIGTERM handled on line {line} of the wait: still running after "
+                f"{SHUTDOWN_TIMEOUT + 5:g}s\n{worker.text()}"
+            ) from None
+        assert code == 0, worker.text()
+        messages = worker.messages()
+        assert any("stopping (SIGTERM)" in m for m in messages), worker.text()
+        assert any(re.search(r"released coordinators \[.*\] \(stopping\)", m) for m in messages)
+    assert leases(dsn) == {}
 
 
 # -- a coordinator worker dies or stops with commits in flight --------------------------
