@@ -9,7 +9,10 @@ holds a membership lock, so each can count the live workers and hold its fair
 share (the shares differ by one at most): start three workers and the 16
 coordinators split 6/5/5; stop one (or kill it: PostgreSQL drops its locks with
 its session) and the others take its coordinators over at their next
-rebalance, within ``poll_interval`` seconds.
+rebalance, within ``poll_interval`` seconds. A worker that joins, hands
+coordinators back or stops says so with a NOTIFY on channel
+``txnq_coordinator_rebalance``, and its peers rebalance on it at once: the
+split settles in a few round trips, not a few poll intervals.
 
 A worker never acts on a lease it cannot renew: every rebalance (each poll
 interval) asks PostgreSQL which leases its session holds, and it runs a marker
@@ -79,6 +82,14 @@ RETRY_MAX_SECONDS = 60.0
 
 #: The job name of a failed marker phase in txnq.job_failures and the metrics.
 JOB = "marker_phase"
+
+#: Work to do at once: a decision whose marker phase is left to the workers.
+WORK_CHANNEL = "txnq_coordinator"
+#: The shares changed: a worker joined, handed coordinators back or left.
+#: Its peers rebalance on it at once rather than at their next poll, so a
+#: split settles in a few round trips whatever ``poll_interval`` is (issue 20:
+#: each step of a 6/5/5 split waited a poll of the worker that had to act).
+REBALANCE_CHANNEL = "txnq_coordinator_rebalance"
 
 
 class CoordinatorWorker:
@@ -184,11 +195,14 @@ class CoordinatorWorker:
             )
         except psycopg.OperationalError as exc:
             raise errors.ServerUnavailableError(f"cannot connect to PostgreSQL: {exc}") from exc
-        conn.execute("LISTEN txnq_coordinator")
+        conn.execute(f"LISTEN {WORK_CHANNEL}")
+        conn.execute(f"LISTEN {REBALANCE_CHANNEL}")
         if not scalar(conn, QUERIES["coordinator_join"], {"member_key": self._member_key}):
             self._member_key = random.randrange(1, 1 << 31)  # taken: another key next time
             conn.close()
             raise errors.ServerUnavailableError("membership key taken")
+        # After the membership lock: a peer that wakes on it counts this worker.
+        conn.execute(f"NOTIFY {REBALANCE_CHANNEL}")
         self._conn = conn
         self.owned = set()
         self._last_error = None
@@ -205,6 +219,9 @@ class CoordinatorWorker:
         try:
             if not conn.closed and not conn.broken:
                 conn.execute("SELECT pg_advisory_unlock_all()")
+                # The peers take the leases over now, not at their next poll
+                # (a worker that dies sends nothing: they see it at that poll).
+                conn.execute(f"NOTIFY {REBALANCE_CHANNEL}")
         except psycopg.Error:
             pass  # closing the session releases them anyway
         try:
@@ -215,9 +232,13 @@ class CoordinatorWorker:
             log.info("%s released coordinators %s (%s)", self.name, owned, reason)
 
     def _wait(self, stop: threading.Event) -> bool:
-        """Sleep until a NOTIFY or the poll interval; True when woken by a NOTIFY."""
+        """Sleep until a NOTIFY or the poll interval; True when woken by work to
+        do (channel ``txnq_coordinator``), False at the poll interval or when a
+        peer asked for a rebalance (``txnq_coordinator_rebalance``, not this
+        session's own)."""
         conn = self._conn
         assert conn is not None
+        own_pid = conn.info.backend_pid
         deadline = time.monotonic() + self.poll_interval
         while not stop.is_set():
             remaining = deadline - time.monotonic()
@@ -226,8 +247,10 @@ class CoordinatorWorker:
             ready, _, _ = select.select([conn.fileno()], [], [], min(remaining, 0.25))
             if ready:
                 notified = list(conn.notifies(timeout=0, stop_after=100))
-                if notified:
+                if any(n.channel == WORK_CHANNEL for n in notified):
                     return True
+                if any(n.channel == REBALANCE_CHANNEL and n.pid != own_pid for n in notified):
+                    return False  # the caller rebalances first thing
         return False
 
     # -- leases ---------------------------------------------------------------
@@ -269,10 +292,13 @@ class CoordinatorWorker:
         workers, rank = len(members), members.index(self._member_key)
         fair = len(tc_ids) // workers + (1 if rank < len(tc_ids) % workers else 0)
         self.share = fair
-        for tc_id in sorted(self.owned, reverse=True)[: max(0, len(self.owned) - fair)]:
+        extra = sorted(self.owned, reverse=True)[: max(0, len(self.owned) - fair)]
+        for tc_id in extra:
             conn.execute(QUERIES["coordinator_release_lease"], {"tc_id": tc_id})
             self.owned.discard(tc_id)
             log.info("%s handed coordinator %s back (fair share %s)", self.name, tc_id, fair)
+        if extra:
+            conn.execute(f"NOTIFY {REBALANCE_CHANNEL}")  # the short ones take them at once
         gained = []
         for tc_id in tc_ids:
             if len(self.owned) >= fair:
