@@ -20,7 +20,9 @@ phase step only for those, and only until ``COORDINATOR_LEASE_SECONDS`` after
 the last answer; a session that went silent fails within about that long
 (TCP keepalives and user timeout), and the worker reconnects with backoff and
 starts over. On SIGTERM it finishes the step in progress, unlocks its leases
-and exits, within ``SHUTDOWN_TIMEOUT_SECONDS`` (docs/operations.md).
+and exits, within ``SHUTDOWN_TIMEOUT_SECONDS`` (docs/operations.md); a step
+still waiting on a lock near the end of that time is cancelled (it rolls back,
+the next owner redoes it), so the leases are handed back all the same.
 
 Work comes from the transaction log: transactions in state COMMITTING or
 ABORTING of an owned coordinator. A client runs the marker phase of its own
@@ -82,6 +84,11 @@ RETRY_MAX_SECONDS = 60.0
 
 #: The job name of a failed marker phase in txnq.job_failures and the metrics.
 JOB = "marker_phase"
+
+#: The part of the shutdown bound kept for the stop itself: a loop still
+#: waiting on a statement this long before the bound has it cancelled
+#: (a quarter of the bound when that is shorter).
+CANCEL_RESERVE_SECONDS = 5.0
 
 #: Work to do at once: a decision whose marker phase is left to the workers.
 WORK_CHANNEL = "txnq_coordinator"
@@ -162,6 +169,18 @@ class CoordinatorWorker:
                     errors.ServerUnavailableError,
                     LeaseLostError,
                 )
+                if stop.is_set():
+                    # Stopping: most likely the statement was cancelled to meet
+                    # the shutdown bound (CoordinatorThread.stop); the leases go
+                    # back as on any stop, and the loop ends.
+                    log.info(
+                        "%s stopping: %s",
+                        self.name,
+                        self._last_error,
+                        exc_info=not isinstance(exc, expected),
+                    )
+                    self._disconnect(reason="stopping")
+                    continue
                 log.warning(
                     "%s lost PostgreSQL (%s); reconnecting in %.1fs",
                     self.name,
@@ -207,6 +226,20 @@ class CoordinatorWorker:
         self.owned = set()
         self._last_error = None
         log.info("%s joined", self.name)
+
+    def cancel(self, timeout: float) -> None:
+        """Cancel the statement the loop is waiting on, if any (from another
+        thread; waits at most ``timeout`` seconds to deliver the request). The
+        loop then meets an error, hands the leases back and, when it is
+        stopping, returns. The cancelled step rolls back: every step is
+        idempotent, the next owner redoes it."""
+        conn = self._conn
+        if conn is None or conn.closed:
+            return
+        try:
+            conn.cancel_safe(timeout=timeout)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("%s could not cancel its statement: %s", self.name, exc)
 
     def _disconnect(self, reason: str) -> None:
         """Hand the leases back (explicitly, then with the session) and close."""
@@ -483,12 +516,29 @@ class CoordinatorThread:
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Ask the loop to stop and wait for it, at most ``timeout`` seconds;
-        True when it stopped (its leases are unlocked). A loop still busy after
-        that (a statement PostgreSQL does not answer) is a daemon thread: its
+        True when it stopped (its leases are unlocked).
+
+        The worker's session has no statement or lock timeout (a marker-phase
+        step may rightly wait for a producer's lock), so a loop can be stuck
+        in a statement when the stop comes (issue 20: a step or a rebalance
+        waiting on a row lock another session held). When it is still busy
+        with ``CANCEL_RESERVE`` of the time left, its statement is cancelled,
+        so it still hands its leases back (and logs it) within ``timeout``.
+        A loop busy even then (PostgreSQL unreachable) is a daemon thread: its
         session, and the leases, end with the process."""
+        deadline = time.monotonic() + timeout
+        reserve = min(CANCEL_RESERVE_SECONDS, timeout / 4)
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout)
+            self._thread.join(max(0.0, timeout - reserve))
+        if self._thread.is_alive():
+            log.warning(
+                "%s still busy %gs into its stop; cancelling its statement",
+                self.worker.name,
+                timeout - reserve,
+            )
+            self.worker.cancel(timeout=reserve / 2)
+            self._thread.join(max(0.0, deadline - time.monotonic()))
         return not self._thread.is_alive()
 
 

@@ -366,6 +366,46 @@ def test_a_coordinator_stops_on_whichever_line_of_its_wait_sigterm_lands(
     assert leases(dsn) == {}
 
 
+#: Every coordinator row, locked until the holding transaction ends: a worker
+#: that takes coordinators over then waits to record itself as their owner.
+LOCK_COORDINATOR_ROWS = "SELECT tc_id FROM txnq.coordinators FOR UPDATE"
+WAITING_ON_A_LOCK = """
+SELECT count(*) FROM pg_stat_activity
+ WHERE application_name = %s AND wait_event_type = 'Lock'
+"""
+
+
+def test_a_coordinator_stuck_on_a_lock_at_sigterm_still_releases_within_the_bound(
+    dsn: str, workers: Callable[..., Worker]
+) -> None:
+    bound = 4.0
+    a = workers("coordinator", dsn)
+    wait_for_leases(dsn, lambda h: list(h) == [a.application_name] and all_16_held(h), "A")
+    with psycopg.connect(dsn) as holder:
+        holder.execute(LOCK_COORDINATOR_ROWS)  # the transaction stays open
+        b = workers("coordinator", dsn, TXNQ_SHUTDOWN_TIMEOUT_SECONDS=str(bound))
+        wait_until(
+            lambda: sql(dsn, WAITING_ON_A_LOCK, (b.application_name,))[0][0] == 1,
+            timeout=60,
+            what="B waits to record the coordinators it took",
+        )
+        started = time.monotonic()
+        b.process.send_signal(signal.SIGTERM)
+        try:
+            code = b.process.wait(timeout=bound + 5)
+        finally:
+            holder.rollback()
+        took = time.monotonic() - started
+    assert code == 0, b.text()
+    # Its statement cancelled, it handed the leases back itself, in time.
+    assert took < bound + 1, b.text()
+    messages = b.messages()
+    assert any(re.search(r"released coordinators \[.*\] \(stopping\)", m) for m in messages), (
+        b.text()
+    )
+    assert not any("did not stop" in m for m in messages), b.text()
+
+
 # -- a coordinator worker dies or stops with commits in flight --------------------------
 
 
