@@ -522,7 +522,7 @@ class CoordinatorThread:
         step may rightly wait for a producer's lock), so a loop can be stuck
         in a statement when the stop comes (issue 20: a step or a rebalance
         waiting on a row lock another session held). When it is still busy
-        with ``CANCEL_RESERVE`` of the time left, its statement is cancelled,
+        with ``CANCEL_RESERVE_SECONDS`` of the time left, its statement is cancelled,
         so it still hands its leases back (and logs it) within ``timeout``.
         A loop busy even then (PostgreSQL unreachable) is a daemon thread: its
         session, and the leases, end with the process."""
