@@ -9,7 +9,10 @@ holds a membership lock, so each can count the live workers and hold its fair
 share (the shares differ by one at most): start three workers and the 16
 coordinators split 6/5/5; stop one (or kill it: PostgreSQL drops its locks with
 its session) and the others take its coordinators over at their next
-rebalance, within ``poll_interval`` seconds.
+rebalance, within ``poll_interval`` seconds. A worker that joins, hands
+coordinators back or stops says so with a NOTIFY on channel
+``txnq_coordinator_rebalance``, and its peers rebalance on it at once: the
+split settles in a few round trips, not a few poll intervals.
 
 A worker never acts on a lease it cannot renew: every rebalance (each poll
 interval) asks PostgreSQL which leases its session holds, and it runs a marker
@@ -17,7 +20,9 @@ phase step only for those, and only until ``COORDINATOR_LEASE_SECONDS`` after
 the last answer; a session that went silent fails within about that long
 (TCP keepalives and user timeout), and the worker reconnects with backoff and
 starts over. On SIGTERM it finishes the step in progress, unlocks its leases
-and exits, within ``SHUTDOWN_TIMEOUT_SECONDS`` (docs/operations.md).
+and exits, within ``SHUTDOWN_TIMEOUT_SECONDS`` (docs/operations.md); a step
+still waiting on a lock near the end of that time is cancelled (it rolls back,
+the next owner redoes it), so the leases are handed back all the same.
 
 Work comes from the transaction log: transactions in state COMMITTING or
 ABORTING of an owned coordinator. A client runs the marker phase of its own
@@ -79,6 +84,19 @@ RETRY_MAX_SECONDS = 60.0
 
 #: The job name of a failed marker phase in txnq.job_failures and the metrics.
 JOB = "marker_phase"
+
+#: The part of the shutdown bound kept for the stop itself: a loop still
+#: waiting on a statement this long before the bound has it cancelled
+#: (a quarter of the bound when that is shorter).
+CANCEL_RESERVE_SECONDS = 5.0
+
+#: Work to do at once: a decision whose marker phase is left to the workers.
+WORK_CHANNEL = "txnq_coordinator"
+#: The shares changed: a worker joined, handed coordinators back or left.
+#: Its peers rebalance on it at once rather than at their next poll, so a
+#: split settles in a few round trips whatever ``poll_interval`` is (issue 20:
+#: each step of a 6/5/5 split waited a poll of the worker that had to act).
+REBALANCE_CHANNEL = "txnq_coordinator_rebalance"
 
 
 class CoordinatorWorker:
@@ -151,6 +169,18 @@ class CoordinatorWorker:
                     errors.ServerUnavailableError,
                     LeaseLostError,
                 )
+                if stop.is_set():
+                    # Stopping: most likely the statement was cancelled to meet
+                    # the shutdown bound (CoordinatorThread.stop); the leases go
+                    # back as on any stop, and the loop ends.
+                    log.info(
+                        "%s stopping: %s",
+                        self.name,
+                        self._last_error,
+                        exc_info=not isinstance(exc, expected),
+                    )
+                    self._disconnect(reason="stopping")
+                    continue
                 log.warning(
                     "%s lost PostgreSQL (%s); reconnecting in %.1fs",
                     self.name,
@@ -184,15 +214,32 @@ class CoordinatorWorker:
             )
         except psycopg.OperationalError as exc:
             raise errors.ServerUnavailableError(f"cannot connect to PostgreSQL: {exc}") from exc
-        conn.execute("LISTEN txnq_coordinator")
+        conn.execute(f"LISTEN {WORK_CHANNEL}")
+        conn.execute(f"LISTEN {REBALANCE_CHANNEL}")
         if not scalar(conn, QUERIES["coordinator_join"], {"member_key": self._member_key}):
             self._member_key = random.randrange(1, 1 << 31)  # taken: another key next time
             conn.close()
             raise errors.ServerUnavailableError("membership key taken")
+        # After the membership lock: a peer that wakes on it counts this worker.
+        conn.execute(f"NOTIFY {REBALANCE_CHANNEL}")
         self._conn = conn
         self.owned = set()
         self._last_error = None
         log.info("%s joined", self.name)
+
+    def cancel(self, timeout: float) -> None:
+        """Cancel the statement the loop is waiting on, if any (from another
+        thread; waits at most ``timeout`` seconds to deliver the request). The
+        loop then meets an error, hands the leases back and, when it is
+        stopping, returns. The cancelled step rolls back: every step is
+        idempotent, the next owner redoes it."""
+        conn = self._conn
+        if conn is None or conn.closed:
+            return
+        try:
+            conn.cancel_safe(timeout=timeout)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("%s could not cancel its statement: %s", self.name, exc)
 
     def _disconnect(self, reason: str) -> None:
         """Hand the leases back (explicitly, then with the session) and close."""
@@ -205,6 +252,9 @@ class CoordinatorWorker:
         try:
             if not conn.closed and not conn.broken:
                 conn.execute("SELECT pg_advisory_unlock_all()")
+                # The peers take the leases over now, not at their next poll
+                # (a worker that dies sends nothing: they see it at that poll).
+                conn.execute(f"NOTIFY {REBALANCE_CHANNEL}")
         except psycopg.Error:
             pass  # closing the session releases them anyway
         try:
@@ -215,9 +265,13 @@ class CoordinatorWorker:
             log.info("%s released coordinators %s (%s)", self.name, owned, reason)
 
     def _wait(self, stop: threading.Event) -> bool:
-        """Sleep until a NOTIFY or the poll interval; True when woken by a NOTIFY."""
+        """Sleep until a NOTIFY or the poll interval; True when woken by work to
+        do (channel ``txnq_coordinator``), False at the poll interval or when a
+        peer asked for a rebalance (``txnq_coordinator_rebalance``, not this
+        session's own)."""
         conn = self._conn
         assert conn is not None
+        own_pid = conn.info.backend_pid
         deadline = time.monotonic() + self.poll_interval
         while not stop.is_set():
             remaining = deadline - time.monotonic()
@@ -226,8 +280,10 @@ class CoordinatorWorker:
             ready, _, _ = select.select([conn.fileno()], [], [], min(remaining, 0.25))
             if ready:
                 notified = list(conn.notifies(timeout=0, stop_after=100))
-                if notified:
+                if any(n.channel == WORK_CHANNEL for n in notified):
                     return True
+                if any(n.channel == REBALANCE_CHANNEL and n.pid != own_pid for n in notified):
+                    return False  # the caller rebalances first thing
         return False
 
     # -- leases ---------------------------------------------------------------
@@ -269,10 +325,13 @@ class CoordinatorWorker:
         workers, rank = len(members), members.index(self._member_key)
         fair = len(tc_ids) // workers + (1 if rank < len(tc_ids) % workers else 0)
         self.share = fair
-        for tc_id in sorted(self.owned, reverse=True)[: max(0, len(self.owned) - fair)]:
+        extra = sorted(self.owned, reverse=True)[: max(0, len(self.owned) - fair)]
+        for tc_id in extra:
             conn.execute(QUERIES["coordinator_release_lease"], {"tc_id": tc_id})
             self.owned.discard(tc_id)
             log.info("%s handed coordinator %s back (fair share %s)", self.name, tc_id, fair)
+        if extra:
+            conn.execute(f"NOTIFY {REBALANCE_CHANNEL}")  # the short ones take them at once
         gained = []
         for tc_id in tc_ids:
             if len(self.owned) >= fair:
@@ -457,12 +516,29 @@ class CoordinatorThread:
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Ask the loop to stop and wait for it, at most ``timeout`` seconds;
-        True when it stopped (its leases are unlocked). A loop still busy after
-        that (a statement PostgreSQL does not answer) is a daemon thread: its
+        True when it stopped (its leases are unlocked).
+
+        The worker's session has no statement or lock timeout (a marker-phase
+        step may rightly wait for a producer's lock), so a loop can be stuck
+        in a statement when the stop comes (issue 20: a step or a rebalance
+        waiting on a row lock another session held). When it is still busy
+        with ``CANCEL_RESERVE_SECONDS`` of the time left, its statement is cancelled,
+        so it still hands its leases back (and logs it) within ``timeout``.
+        A loop busy even then (PostgreSQL unreachable) is a daemon thread: its
         session, and the leases, end with the process."""
+        deadline = time.monotonic() + timeout
+        reserve = min(CANCEL_RESERVE_SECONDS, timeout / 4)
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout)
+            self._thread.join(max(0.0, timeout - reserve))
+        if self._thread.is_alive():
+            log.warning(
+                "%s still busy %gs into its stop; cancelling its statement",
+                self.worker.name,
+                timeout - reserve,
+            )
+            self.worker.cancel(timeout=reserve / 2)
+            self._thread.join(max(0.0, deadline - time.monotonic()))
         return not self._thread.is_alive()
 
 

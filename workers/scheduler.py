@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import select
 import signal
 import threading
 import time
@@ -379,21 +380,42 @@ class StopSignal:
     ``wait()`` blocks until one arrives and returns its name. The previous
     handlers come back on exit. Only usable from the main thread (Python
     delivers signals there).
+
+    The handler takes no lock. Python runs it in the main thread between two
+    bytecodes of whatever that thread is doing, and the main thread spends its
+    time in ``wait()``: were the handler to set a ``threading.Event`` (as it
+    once did) while ``wait()`` was inside ``Event.wait`` holding the event's
+    own non-reentrant lock, the handler would block on that lock forever and
+    the process would never stop (issue 20: a coordinator worker that did not
+    exit after SIGTERM, seen under CPU load, where the main thread is more
+    often preempted inside that window). So the handler only records the
+    signal and writes a byte to a pipe, and ``wait()`` sleeps in ``select`` on
+    the pipe: woken at once, with no lock anywhere on the path.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
-        self._event = threading.Event()
         self._received: str | None = None
         self._previous: dict[int, Any] = {}
+        # The self-pipe: -1 outside the ``with`` block.
+        self._reader = -1
+        self._writer = -1
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        # No lock here (see the class docstring): an attribute and a
+        # non-blocking write, both safe wherever the main thread was.
         if self._received is None:
             self._received = signal.Signals(signum).name
-        self._event.set()
+        if self._writer >= 0:
+            try:
+                os.write(self._writer, b"\0")
+            except OSError:
+                pass  # the pipe is full: a byte is there already, wait() wakes anyway
 
     def __enter__(self) -> StopSignal:
+        self._reader, self._writer = os.pipe()
+        os.set_blocking(self._writer, False)
         for signum in self.SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handle)
         return self
@@ -402,16 +424,28 @@ class StopSignal:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous = {}
+        # Closed after the handlers are restored: ours can no longer run, so
+        # it never writes to a descriptor number something else reused.
+        reader, writer, self._reader, self._writer = self._reader, self._writer, -1, -1
+        for fd in (reader, writer):
+            if fd >= 0:
+                os.close(fd)
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._received is not None
 
     def wait(self) -> str:
-        # Short waits, so the main thread returns to the interpreter and runs
-        # the signal handler promptly.
-        while not self._event.wait(0.5):
-            pass
-        return self._received or "stop"
+        """Block until SIGINT or SIGTERM arrives (at once if one did); its name."""
+        while self._received is None:
+            if self._reader < 0:
+                raise RuntimeError("StopSignal.wait() outside its with block")
+            # The handler runs when select is interrupted, writes to the pipe,
+            # and the retried select (PEP 475) returns at once. The timeout is
+            # only a backstop.
+            ready, _, _ = select.select([self._reader], [], [], 1.0)
+            if ready:
+                os.read(self._reader, 512)
+        return self._received
 
 
 def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
