@@ -26,15 +26,19 @@ BEGIN
     IF p_action IS NULL OR p_action NOT IN ('create_topic', 'delete_topic', 'set_policy',
             'seek_subscription', 'skip_subscription', 'abort_transaction', 'produce') THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('unknown console action %s', coalesce(quote_literal(p_action), 'NULL'));
+            MESSAGE = format('unknown console action %s', coalesce(quote_literal(p_action), 'NULL')),
+            HINT = 'record one of create_topic, delete_topic, set_policy, seek_subscription, '
+                   'skip_subscription, abort_transaction, produce; nothing was recorded';
     END IF;
     IF p_target IS NULL OR length(p_target) NOT BETWEEN 1 AND 300 THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = 'a console action names its target in 1 to 300 characters';
+            MESSAGE = 'a console action names its target in 1 to 300 characters',
+            HINT = 'pass the topic, subscription or transaction acted on; nothing was recorded';
     END IF;
     IF p_details IS NULL OR jsonb_typeof(p_details) <> 'object' THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = 'a console action''s details are a JSON object';
+            MESSAGE = 'a console action''s details are a JSON object',
+            HINT = 'pass the action''s arguments as a JSON object ({} for none); nothing was recorded';
     END IF;
     INSERT INTO txnq.console_actions (role, action, target, details, error)
     VALUES (txnq.caller_v1(), p_action, p_target, p_details, left(p_error, 2000))

@@ -457,7 +457,10 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ("p_subscription_type", "text"): names("exclusive", "failover", "shared", "key_shared"),
     ("p_isolation", "text"): names("read_committed", "read_uncommitted"),
     ("p_initial_position", "text"): names("earliest", "latest"),
-    ("p_action", "text"): names("produce", "consume", "admin"),
+    ("p_action", "text"): names("produce", "consume", "admin", "create_topic", "abort_transaction"),
+    ("p_target", "text"): names("fz-a", "fz-a/sub_a_ex", "1:7"),
+    ("p_details", "jsonb"): json_values,
+    ("p_error", "text"): names("", "the topic is busy"),
     ("p_what", "text"): names("the value"),
     ("p_prefix", "text"): names("", "e."),
     ("p_lock_timeout", "text"): Arg(
