@@ -67,6 +67,44 @@ def test_every_page_endpoint_answers_json(dsn: str, console: Call) -> None:
     assert console("/api/whoami")[1]["may_administer"] is True
 
 
+def test_transactions_list_their_partitions_and_pending_acks(
+    dsn: str, console: Call, make_login: Callable[..., Login]
+) -> None:
+    """Issue 21: transactions with their partitions and pending acks; a role
+    that may not describe a transaction (the reader) sees the counts only."""
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("orders", partitions=2)
+        client.admin.create_topic("invoices")
+        with client.producer("orders") as producer:
+            producer.send(b"o", partition=1)
+        consumer = client.subscribe("orders", "billing", initial_position="earliest")
+        message = consumer.receive(timeout=5)
+        assert message is not None
+        txn = client.new_transaction()
+        with client.producer("invoices") as invoices:
+            invoices.send(b"i", txn=txn)
+        consumer.acknowledge(message, txn=txn)
+        status, body = console("/api/transactions")
+        reader = make_login("txnq_reader")
+        server = ConsoleServer(reader.dsn, load_settings(), port=0).start()
+        try:
+            read_status, read_body = _caller(server.url)("/api/transactions")
+        finally:
+            server.stop()
+        txn.abort()
+        consumer.close()
+    assert status == 200, body
+    (row,) = [r for r in body["transactions"] if r["id"] == f"{txn.txn_id[0]}:{txn.txn_id[1]}"]
+    assert [(p["topic"], p["partition"]) for p in row["partition_list"]] == [("invoices", 0)]
+    assert [
+        (a["topic"], a["partition"], a["subscription"], a["pending_acks"]) for a in row["ack_list"]
+    ] == [("orders", 1, "billing", 1)]
+    assert read_status == 200, read_body
+    (seen,) = [r for r in read_body["transactions"] if r["id"] == row["id"]]
+    assert seen["partition_list"] is None and seen["ack_list"] is None
+    assert (seen["partitions"], seen["subscriptions"]) == (1, 1)
+
+
 @pytest.mark.parametrize(
     ("path", "fragment"),
     [

@@ -28,6 +28,12 @@ ROW_LIMIT = 200
 MAX_MESSAGES = 500
 #: The bytes of a payload the browser shows (the rest is cut, and said so).
 PAYLOAD_PREVIEW_BYTES = 4096
+#: The most unfinished transactions whose partitions and pending acks are
+#: listed with them (two small function calls each, on one connection).
+DETAILED_TRANSACTIONS = 20
+#: SQLSTATEs of a role that may not describe a transaction (a reader, or a
+#: client role that did not open it): the page shows its counts only.
+_NOT_PERMITTED = ("42501", "TQ018")
 #: The shortest chart window: rates need two samples.
 MIN_WINDOW_SECONDS = 60.0
 
@@ -55,6 +61,27 @@ class ConsoleDatabase:
     def execute(self, name: str, params: dict[str, Any]) -> None:
         with self.connection() as conn:
             conn.execute(QUERIES[name], params)
+
+    def describe_transactions(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The partitions and subscriptions (with pending acks) of each
+        transaction ``tc:seq`` of ``ids``, on one connection; a transaction
+        the role may not describe is left out."""
+        found: dict[str, dict[str, Any]] = {}
+        with self.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            for txn_id in ids:
+                tc_id, _, seq = txn_id.partition(":")
+                params = {"txn_tc": int(tc_id), "txn_seq": int(seq)}
+                try:
+                    cur.execute(QUERIES["txn_describe_partitions"], params)
+                    partitions = cur.fetchall()
+                    cur.execute(QUERIES["txn_describe_subscriptions"], params)
+                    subscriptions = cur.fetchall()
+                except psycopg.Error as exc:
+                    if exc.sqlstate in _NOT_PERMITTED:
+                        continue
+                    raise
+                found[txn_id] = {"partition_list": partitions, "ack_list": subscriptions}
+        return found
 
 
 def jsonable(value: Any) -> Any:
@@ -144,7 +171,12 @@ class ConsoleReads:
 
     def transactions(self) -> dict[str, Any]:
         params = {"seconds": self._db.settings.console_history_seconds, "limit": ROW_LIMIT}
-        return {"transactions": _rows(self._db.query("console_transactions", params))}
+        rows = self._db.query("console_transactions", params)
+        unfinished = [r["id"] for r in rows if r["state"] in ("OPEN", "COMMITTING", "ABORTING")]
+        details = self._db.describe_transactions(unfinished[:DETAILED_TRANSACTIONS])
+        for row in rows:
+            row.update(details.get(row["id"], {"partition_list": None, "ack_list": None}))
+        return {"transactions": _rows(rows)}
 
     def storage(self, window_seconds: float | None = None) -> dict[str, Any]:
         window = self._window(window_seconds)

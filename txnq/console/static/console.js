@@ -321,8 +321,12 @@ const pages = {
         { title: "Opened", value: r => time(r.opened_at) },
         { title: "Age", num: true, value: r => seconds(r.age_seconds) },
         { title: "Timeout in", num: true, value: r => seconds(r.time_to_timeout_seconds) },
-        { title: "Partitions (marked)", num: true, value: r => `${r.partitions} (${r.partitions_marked})` },
-        { title: "Subscriptions (acks applied)", num: true, value: r => `${r.subscriptions} (${r.subscriptions_done})` },
+        { title: "Partitions (marked)", value: r => r.partition_list === null
+            ? `${r.partitions} (${r.partitions_marked})`
+            : r.partition_list.map(p => `${p.topic}/${p.partition}${p.marker_offset === null ? "" : " ✓"}`).join(", ") || "none" },
+        { title: "Pending acks (applied)", value: r => r.ack_list === null
+            ? `${r.subscriptions} subscription(s) (${r.subscriptions_done})`
+            : r.ack_list.map(a => `${a.topic}/${a.partition} ${a.subscription}: ${num(a.pending_acks)}${a.done ? " ✓" : ""}`).join(", ") || "none" },
         { title: "Producer", value: r => r.transactional_id || "" },
         { title: "Reason", value: r => r.reason || "" },
         { title: "", value: r => r.state === "OPEN" ? actionButton("Abort", () => openAction(`Abort transaction ${r.id}`, "abort_transaction", [
