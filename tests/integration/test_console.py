@@ -136,7 +136,7 @@ def test_bad_input_to_a_read_gets_a_clear_error(console: Call, path: str, fragme
         ("create_topic", {"topic": "a b"}, "not valid"),
         ("create_topic", {"topic": "t", "partitions": 0}, "partitions must be"),
         ("create_topic", {"topic": "t", "retention": "forever-ish"}, "retention"),
-        ("set_policy", {"topic": "orders"}, "give retention"),
+        ("set_policy", {"topic": "orders"}, "give one of retention"),
         ("seek_subscription", {"topic": "orders", "subscription": "s", "to": "soon"}, "ISO 8601"),
         ("seek_subscription", {"topic": "orders", "subscription": "s", "to": "2026-01-01"}, "zone"),
         ("abort_transaction", {"txn_id": "not-an-id"}, "transaction"),
@@ -151,6 +151,37 @@ def test_bad_input_to_an_action_gets_a_clear_error_and_changes_nothing(
     assert status == 400, body
     assert fragment in body["error"]
     assert sql_value(dsn, "SELECT count(*) FROM txnq.topics") == 0
+
+
+def test_the_policy_action_sets_and_clears_every_policy(dsn: str, console: Call) -> None:
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("orders")
+        change = {
+            "topic": "orders",
+            "ttl": "1h",
+            "backlog_quota_size": "10MiB",
+            "backlog_quota_age": "1d",
+            "backlog_quota_policy": "producer_error",
+        }
+        status, body = console("/api/actions/set_policy", change)
+        assert status == 200, body
+        info = client.admin.get_topic("orders")
+        assert (info.ttl_seconds, info.backlog_quota_bytes, info.backlog_quota_seconds) == (
+            3600.0,
+            10 * 1024 * 1024,
+            86400.0,
+        )
+        assert info.backlog_quota_policy == "producer_error"
+        cleared = {"topic": "orders", "ttl": "none", "backlog_quota_size": "default"}
+        status, body = console("/api/actions/set_policy", cleared)
+        assert status == 200, body
+        info = client.admin.get_topic("orders")
+        assert info.ttl_seconds is None and info.backlog_quota_bytes is None
+        assert info.backlog_quota_policy == "producer_error"  # not given: unchanged
+        status, body = console(
+            "/api/actions/set_policy", {"topic": "orders", "backlog_quota_policy": "drop_all"}
+        )
+        assert status == 400 and "producer_hold" in body["error"], body
 
 
 def test_an_action_is_recorded_done_or_failed(dsn: str, console: Call) -> None:

@@ -83,6 +83,17 @@ def _seek_target(args: Arguments) -> str | int | datetime:
     return when
 
 
+#: The policies the console's policy form changes (txnq.Admin.set_topic_policy).
+POLICY_FIELDS = (
+    "retention",
+    "retention_size",
+    "ttl",
+    "backlog_quota_size",
+    "backlog_quota_age",
+    "backlog_quota_policy",
+)
+
+
 class ConsoleActions:
     """Runs the console's actions with one :class:`txnq.Client`, made at the
     first action (a read-only console never makes one)."""
@@ -181,12 +192,17 @@ class ConsoleActions:
     def _set_policy(client: Client, args: Arguments) -> tuple[str, Any]:
         topic = _name(args, "topic", "topic")
         changes: dict[str, Any] = {}
-        for name in ("retention", "retention_size", "ttl"):
+        # What txnq.Admin.set_topic_policy takes; "none" removes a TTL,
+        # "default" puts a backlog quota value back to the server's default.
+        for name in POLICY_FIELDS:
             value = _text(args, name, required=False)
             if value is not None:
-                changes[name] = None if name == "ttl" and value == "none" else value
+                cleared = (name == "ttl" and value == "none") or (
+                    name.startswith("backlog_quota_") and value == "default"
+                )
+                changes[name] = None if cleared else value
         if not changes:
-            raise errors.InvalidArgumentError("give retention, retention_size or ttl to change")
+            raise errors.InvalidArgumentError(f"give one of {', '.join(POLICY_FIELDS)} to change")
         return topic, lambda: client.admin.set_topic_policy(topic, **changes).to_dict()
 
     @staticmethod

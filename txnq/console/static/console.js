@@ -238,6 +238,9 @@ const pages = {
             { name: "retention", label: "Retention (7d, infinite; empty: unchanged)", value: "" },
             { name: "retention_size", label: "Retention size (10GiB; empty: unchanged)", value: "" },
             { name: "ttl", label: "TTL (1h, none; empty: unchanged)", value: "" },
+            { name: "backlog_quota_size", label: "Backlog quota size (10GiB, -1, default; empty: unchanged)", value: "" },
+            { name: "backlog_quota_age", label: "Backlog quota age (1d, -1, default; empty: unchanged)", value: "" },
+            { name: "backlog_quota_policy", label: "Backlog quota policy (producer_hold, producer_error, consumer_backlog_eviction, default)", value: "" },
           ], v => `Change the policies of "${r.topic}": ` + Object.entries(v).filter(([k, x]) => k !== "topic" && x)
             .map(([k, x]) => `${k} = ${x}`).join(", ") + "?"), { "data-topic": r.topic }),
           actionButton("Delete", () => openAction(`Delete ${r.topic}`, "delete_topic", [
