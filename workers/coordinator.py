@@ -57,6 +57,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from txnq.workers.coordinator_thread import CoordinatorThread
 
 from txnq import errors
 from txnq.database.connections import is_outage, libpq_dsn, scalar
@@ -84,11 +85,6 @@ RETRY_MAX_SECONDS = 60.0
 
 #: The job name of a failed marker phase in txnq.job_failures and the metrics.
 JOB = "marker_phase"
-
-#: The part of the shutdown bound kept for the stop itself: a loop still
-#: waiting on a statement this long before the bound has it cancelled
-#: (a quarter of the bound when that is shorter).
-CANCEL_RESERVE_SECONDS = 5.0
 
 #: Work to do at once: a decision whose marker phase is left to the workers.
 WORK_CHANNEL = "txnq_coordinator"
@@ -499,47 +495,6 @@ class CoordinatorWorker:
             failpoint("before_finish")
         elif step == "finish":
             failpoint("after_finish")
-
-
-class CoordinatorThread:
-    """A :class:`CoordinatorWorker` running in a daemon thread of this process
-    (``txnq standalone``, ``txnq worker coordinator``): ``start()``, ``stop()``."""
-
-    def __init__(self, worker: CoordinatorWorker) -> None:
-        self.worker = worker
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=worker.run, args=(self._stop,), daemon=True)
-
-    def start(self) -> CoordinatorThread:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Ask the loop to stop and wait for it, at most ``timeout`` seconds;
-        True when it stopped (its leases are unlocked).
-
-        The worker's session has no statement or lock timeout (a marker-phase
-        step may rightly wait for a producer's lock), so a loop can be stuck
-        in a statement when the stop comes (issue 20: a step or a rebalance
-        waiting on a row lock another session held). When it is still busy
-        with ``CANCEL_RESERVE_SECONDS`` of the time left, its statement is cancelled,
-        so it still hands its leases back (and logs it) within ``timeout``.
-        A loop busy even then (PostgreSQL unreachable) is a daemon thread: its
-        session, and the leases, end with the process."""
-        deadline = time.monotonic() + timeout
-        reserve = min(CANCEL_RESERVE_SECONDS, timeout / 4)
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(max(0.0, timeout - reserve))
-        if self._thread.is_alive():
-            log.warning(
-                "%s still busy %gs into its stop; cancelling its statement",
-                self.worker.name,
-                timeout - reserve,
-            )
-            self.worker.cancel(timeout=reserve / 2)
-            self._thread.join(max(0.0, deadline - time.monotonic()))
-        return not self._thread.is_alive()
 
 
 def run_coordinator(dsn: str, settings: Settings, *, announce: Any = None) -> None:

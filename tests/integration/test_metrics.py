@@ -17,7 +17,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from txnq.workers import coordinator as coordinator_worker
 from txnq.workers import scheduler as scheduler_worker
-from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
+from txnq.workers.coordinator import CoordinatorWorker
+from txnq.workers.coordinator_thread import CoordinatorThread
 from txnq.workers.scheduler import Job, JobContext, Scheduler
 from typer.testing import CliRunner
 

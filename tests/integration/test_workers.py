@@ -553,7 +553,8 @@ def get_health(url: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_healthz_is_503_without_postgresql_and_200_with_it(dsn: str) -> None:
-    from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
+    from txnq.workers.coordinator import CoordinatorWorker
+    from txnq.workers.coordinator_thread import CoordinatorThread
 
     from txnq.metrics import MetricsServer
     from txnq.settings import load_settings

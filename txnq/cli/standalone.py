@@ -65,7 +65,8 @@ def standalone(
     from txnq.console.server import ConsoleServer
     from txnq.database.migrate import upgrade
     from txnq.metrics import MetricsServer, serve
-    from txnq.workers.coordinator import CoordinatorThread, CoordinatorWorker
+    from txnq.workers.coordinator import CoordinatorWorker
+    from txnq.workers.coordinator_thread import CoordinatorThread
     from txnq.workers.scheduler import Scheduler, StopSignal
 
     configure_logging(log_level)
