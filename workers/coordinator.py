@@ -269,17 +269,24 @@ class CoordinatorWorker:
         assert conn is not None
         own_pid = conn.info.backend_pid
         deadline = time.monotonic() + self.poll_interval
+        ready = True  # look first: psycopg may hold notifications already (below)
         while not stop.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            ready, _, _ = select.select([conn.fileno()], [], [], min(remaining, 0.25))
             if ready:
+                # Also what psycopg read while this session ran a statement (a
+                # rebalance, a step): it keeps those in a backlog that
+                # notifies() returns first, and the socket then has nothing
+                # left for select to see. Reading only when select saw the
+                # socket ready missed them until the poll interval (a peer's
+                # join went unnoticed for 30 s under CPU load: issue 20).
                 notified = list(conn.notifies(timeout=0, stop_after=100))
                 if any(n.channel == WORK_CHANNEL for n in notified):
                     return True
                 if any(n.channel == REBALANCE_CHANNEL and n.pid != own_pid for n in notified):
                     return False  # the caller rebalances first thing
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            ready = bool(select.select([conn.fileno()], [], [], min(remaining, 0.25))[0])
         return False
 
     # -- leases ---------------------------------------------------------------
