@@ -57,6 +57,11 @@ CREATE OR REPLACE FUNCTION txnq.subscribe_v2(
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- Shared and key_shared claims span partitions (claim_v5): a later slice.
+    -- Refused before anything is created, not at the first receive.
+    IF p_subscription_type IN ('shared', 'key_shared') THEN
+        PERFORM txnq_cluster.refuse(format('subscribe_v2 (a %s subscription)', p_subscription_type));
+    END IF;
     PERFORM txnq_cluster.lock_ids();
     RETURN txnq_cluster.require_same('subscribe_v2', min(s), max(s))
       FROM txnq_cluster.subscribe_all(nextval('txnq_cluster.subscription_ids'), p_topic_id, p_name,

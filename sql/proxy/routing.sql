@@ -23,7 +23,8 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('register_waiters_v1', 'all', 'harmless: a proxy client polls (a shard''s NOTIFY does not reach the proxy)'),
     ('heartbeat_consumer_v2', 'all', 'the lease is renewed on every shard; live consumers from shard 0'),
     ('create_topic_v2', 'all_ids', 'topic id allocated by the proxy, the topic created on every shard'),
-    ('subscribe_v2', 'all_ids', 'subscription id allocated by the proxy, cursors on every shard'),
+    ('subscribe_v2', 'all_ids', 'exclusive and failover: subscription id allocated by the proxy, cursors on every shard; '
+                                 'shared and key_shared refused (TQ030)'),
     ('register_consumer_v2', 'all_ids', 'consumer id allocated by the proxy'),
     ('register_producer_v2', 'all_ids', 'producer id allocated by the proxy; epoch grows on every shard (fencing); '
                                         'each partition''s last sequence from its owner'),

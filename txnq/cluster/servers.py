@@ -109,7 +109,9 @@ class ThrowawayServers:
     def __post_init__(self) -> None:
         count = self.shard_count
         if count < 1 or count > MAX_SHARDS or count & (count - 1):
-            raise ValueError(f"a cluster has a power of two shards (1 to {MAX_SHARDS}), not {count}")
+            raise ValueError(
+                f"a cluster has a power of two shards (1 to {MAX_SHARDS}), not {count}"
+            )
 
     def __enter__(self) -> ThrowawayServers:
         self.start()
@@ -126,7 +128,9 @@ class ThrowawayServers:
         """initdb and start every server; on any failure stop what started and raise."""
         missing = missing_requirements()
         if missing:
-            raise ServerUnavailableError("cannot start a test cluster: install " + "; ".join(missing))
+            raise ServerUnavailableError(
+                "cannot start a test cluster: install " + "; ".join(missing)
+            )
         entry = pwd.getpwnam(SYSTEM_USER) if os.geteuid() == 0 else None
         self.root.chmod(0o755)
         if entry is not None:
@@ -143,8 +147,10 @@ class ThrowawayServers:
         server = Server(role, self.root / role, free_port())
         _run(
             "initdb",
-            ["-D", str(server.data_dir), "--auth=trust", "--username=postgres"]
-            + ["--encoding=UTF8", "--no-locale", "--no-instructions"],
+            [
+                *("-D", str(server.data_dir), "--auth=trust", "--username=postgres"),
+                *("--encoding=UTF8", "--no-locale", "--no-instructions"),
+            ],
             entry,
             cwd=self.root,
         )
@@ -156,8 +162,10 @@ class ThrowawayServers:
         try:
             _run(
                 "pg_ctl",
-                ["-D", str(server.data_dir), "-w", "-t", str(START_TIMEOUT_SECONDS)]
-                + ["-l", str(log), "start"],
+                [
+                    *("-D", str(server.data_dir), "-w", "-t", str(START_TIMEOUT_SECONDS)),
+                    *("-l", str(log), "start"),
+                ],
                 entry,
                 cwd=self.root,
             )

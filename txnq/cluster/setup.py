@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, LiteralString, cast
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -62,11 +62,10 @@ class ShardStatus:
         return dict(self.__dict__)
 
 
-def proxy_sql(name: str) -> LiteralString:
-    """The text of ``sql/proxy/<name>`` (shipped as ``txnq.sql.proxy``)."""
-    text = resources.files("txnq.sql").joinpath("proxy", name).read_text(encoding="utf-8")
-    # A file of the package, never a user's string.
-    return cast(LiteralString, text)
+def proxy_sql(name: str) -> str:
+    """The text of ``sql/proxy/<name>`` (shipped as ``txnq.sql.proxy``): a file
+    of the package, never a user's string."""
+    return resources.files("txnq.sql").joinpath("proxy", name).read_text(encoding="utf-8")
 
 
 def partition_dsn(dsn: str) -> str:
@@ -108,7 +107,9 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
     """
     _check_shard_count(len(shard_dsns))
     if len(set(shard_dsns)) != len(shard_dsns):
-        raise errors.InvalidArgumentError("a shard DSN is given twice: every shard is its own database")
+        raise errors.InvalidArgumentError(
+            "a shard DSN is given twice: every shard is its own database"
+        )
     revisions = {dsn: upgrade(dsn) for dsn in shard_dsns}
     head = head_revision()
     behind = [dsn for dsn, revision in revisions.items() if revision != head]
@@ -136,7 +137,9 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
                 "PL/Proxy is not installed on the proxy's server: install postgresql-15-plproxy "
                 f"(`make install-plproxy`) or your version's package ({error})"
             ) from None
-        conn.execute(QUERIES["cluster_configure"], {"shards": [partition_dsn(d) for d in shard_dsns]})
+        conn.execute(
+            QUERIES["cluster_configure"], {"shards": [partition_dsn(d) for d in shard_dsns]}
+        )
         conn.execute(QUERIES["cluster_align_ids"], max_ids)
         for name in PROXY_FILES[1:]:
             conn.execute(proxy_sql(name))
@@ -153,9 +156,10 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
     )
     unhealthy = [s for s in status(proxy_dsn) if not s.healthy or s.schema_revision != head]
     if unhealthy:
+        which = "; ".join(f"shard {s.shard} ({s.dsn}): {s.error}" for s in unhealthy)
         raise errors.ServerUnavailableError(
-            "the cluster was installed but these shards do not answer through the proxy at revision "
-            f"{head}: " + "; ".join(f"shard {s.shard} ({s.dsn}): {s.error}" for s in unhealthy)
+            "the cluster was installed but these shards do not answer through the proxy "
+            f"at revision {head}: {which}"
         )
     return report
 
