@@ -72,7 +72,10 @@ def test_topic_admin_through_the_proxy_reaches_every_shard(
             client.admin.describe_topic(name)
     for shard in range(len(cluster.shards)):
         with cluster.shard_conn(shard) as conn:
-            assert conn.execute("SELECT 1 FROM txnq.topics WHERE name = %s", (name,)).fetchone() is None
+            assert (
+                conn.execute("SELECT 1 FROM txnq.topics WHERE name = %s", (name,)).fetchone()
+                is None
+            )
 
 
 def test_a_four_partition_topics_partitions_are_on_both_shards_and_stay_ordered(
@@ -213,9 +216,8 @@ def test_a_second_exclusive_consumer_is_refused_through_the_proxy(
     name = topic_name("exclusive")
     with txnq.Client(cluster.proxy) as client:
         client.admin.create_topic(name, partitions=2)
-        with client.subscribe(name, "only"):
-            with pytest.raises(errors.ConsumerBusyError):
-                client.subscribe(name, "only")
+        with client.subscribe(name, "only"), pytest.raises(errors.ConsumerBusyError):
+            client.subscribe(name, "only")
 
 
 def _shard_counts(cluster: Cluster) -> list[tuple[int, ...]]:
