@@ -423,8 +423,7 @@ PROVEN_ELSEWHERE = {
     # servers of its own: tests/cluster proves both
     "TQ030": "tests/cluster/test_proxy_api.py::"
     "test_what_the_proxy_does_not_route_fails_with_tq030_and_changes_nothing",
-    "TQ031": "tests/cluster/test_cluster_setup.py::"
-    "test_shards_that_disagree_fail_with_tq031",
+    "TQ031": "tests/cluster/test_cluster_setup.py::test_shards_that_disagree_fail_with_tq031",
 }
 
 
