@@ -52,8 +52,10 @@ $$;
 
 -- txnq_cluster.install_refusals: create the refusing functions and views.
 -- Returns the number of functions and views made to refuse, and the functions
--- left out (a signature naming a type of schema txnq, which the proxy lacks:
--- calling them on the proxy fails with PostgreSQL's "does not exist").
+-- left out (a signature naming a type of schema txnq that the proxy lacks:
+-- calling them on the proxy fails with PostgreSQL's "does not exist"). A view
+-- whose columns changed on the shards (after an upgrade) needs its proxy view
+-- dropped first: CREATE OR REPLACE VIEW only adds columns.
 CREATE OR REPLACE FUNCTION txnq_cluster.install_refusals(
     OUT refused integer, OUT views integer, OUT left_out text[])
 LANGUAGE plpgsql AS $$
@@ -64,6 +66,14 @@ BEGIN
     refused := 0;
     views := 0;
     left_out := '{}';
+    -- Views first: a function's result may be a view's row type
+    -- (txn_list_v1 returns SETOF txnq.transaction_status).
+    FOR v IN SELECT * FROM txnq_cluster.shard_views() s ORDER BY s.view_name LOOP
+        EXECUTE format(
+            'CREATE OR REPLACE VIEW txnq.%I AS SELECT %s FROM txnq_cluster.refused_rows(%L) AS r(refused boolean)',
+            v.view_name, v.select_list, v.view_name);
+        views := views + 1;
+    END LOOP;
     FOR f IN SELECT * FROM txnq_cluster.shard_functions() s ORDER BY s.function_name, s.identity_arguments LOOP
         CONTINUE WHEN EXISTS (SELECT FROM txnq_cluster.routing r
                                WHERE r.function_name = f.function_name AND r.rule <> 'refused');
@@ -81,12 +91,6 @@ BEGIN
                        OR feature_not_supported OR invalid_schema_name OR syntax_error THEN
             left_out := left_out || format('%s(%s)', f.function_name, f.identity_arguments);
         END;
-    END LOOP;
-    FOR v IN SELECT * FROM txnq_cluster.shard_views() s ORDER BY s.view_name LOOP
-        EXECUTE format('DROP VIEW IF EXISTS txnq.%I', v.view_name);
-        EXECUTE format('CREATE VIEW txnq.%I AS SELECT %s FROM txnq_cluster.refused_rows(%L) AS r(refused boolean)',
-                       v.view_name, v.select_list, v.view_name);
-        views := views + 1;
     END LOOP;
 END;
 $$;
