@@ -278,3 +278,21 @@ BEGIN
                    FROM txnq_cluster.heartbeat_consumer_on(0, p_consumer_id, p_lease_seconds) h;
 END;
 $$;
+
+-- An append's hint that the entry log is full (the producer ignores the
+-- answer): every shard checks its own active log, and rolls it when full or
+-- old (unforced) or always (forced). The answer: the largest active entry log
+-- id of the shards (each shard numbers its own logs; not compared).
+CREATE OR REPLACE FUNCTION txnq_cluster.roll_entry_log_all(p_force boolean)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT txnq.roll_entry_log_v3(p_force);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.roll_entry_log_v3(p_force boolean DEFAULT false)
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT max(r) FROM txnq_cluster.roll_entry_log_all(p_force) r
+$$;

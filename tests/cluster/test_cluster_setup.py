@@ -157,3 +157,22 @@ def test_shards_that_disagree_fail_with_tq031(
     assert raised.value.sqlstate == "TQ031"
     with txnq.Client(cluster.proxy) as client, pytest.raises(errors.ClusterInconsistentError):
         client.subscribe(name, "sideways")
+
+
+def test_a_forced_entry_log_roll_through_the_proxy_rolls_every_shard(cluster: Cluster) -> None:
+    def newest() -> list[int]:
+        found = []
+        for shard in range(len(cluster.shards)):
+            with cluster.shard_conn(shard) as conn:
+                row = conn.execute("SELECT max(entry_log_id) FROM txnq.entry_logs").fetchone()
+            assert row is not None
+            found.append(int(row[0]))
+        return found
+
+    before = newest()
+    with cluster.proxy_conn() as conn:
+        row = conn.execute("SELECT txnq.roll_entry_log_v3(true)").fetchone()
+    after = newest()
+
+    assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
+    assert row == (max(after),)
