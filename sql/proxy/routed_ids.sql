@@ -9,6 +9,20 @@
 -- first, in the same statement. An existing topic fails alike on every shard
 -- (TQ010); an existing subscription, producer or consumer name returns its own
 -- id alike on every shard.
+-- txnq_cluster.id_taken: the error of an id allocated here that a shard holds
+-- already (a row created on the shard directly, bypassing the proxy).
+-- Errors: TQ031 always.
+CREATE OR REPLACE FUNCTION txnq_cluster.id_taken(p_function text, p_detail text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'TQ031',
+        MESSAGE = format('txnq.%s: a shard holds the id the proxy allocated already (%s)', p_function, p_detail),
+        HINT = 'topics, subscriptions, producers and consumers of a cluster are created through the proxy '
+               'only; one was created on a shard directly: see docs/cluster.md (repairing a cluster)';
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION txnq_cluster.create_topic_all(
     p_topic_id integer, p_name text, p_partitions integer, p_retention_seconds double precision,
     p_retention_bytes bigint, p_ttl_seconds double precision, p_max_message_bytes integer)
@@ -35,6 +49,8 @@ BEGIN
     RETURN txnq_cluster.require_same('create_topic_v2', min(t), max(t))
       FROM txnq_cluster.create_topic_all(v_id, p_name, p_partitions, p_retention_seconds, p_retention_bytes,
                                          p_ttl_seconds, p_max_message_bytes) t;
+EXCEPTION WHEN unique_violation THEN
+    PERFORM txnq_cluster.id_taken('create_topic_v2', SQLERRM);
 END;
 $$;
 
@@ -66,6 +82,8 @@ BEGIN
     RETURN txnq_cluster.require_same('subscribe_v2', min(s), max(s))
       FROM txnq_cluster.subscribe_all(nextval('txnq_cluster.subscription_ids'), p_topic_id, p_name,
                                       p_subscription_type, p_isolation, p_initial_position) s;
+EXCEPTION WHEN unique_violation THEN
+    PERFORM txnq_cluster.id_taken('subscribe_v2', SQLERRM);
 END;
 $$;
 
@@ -92,6 +110,8 @@ BEGIN
     RETURN txnq_cluster.require_same('register_consumer_v2', min(c), max(c))
       FROM txnq_cluster.register_consumer_all(nextval('txnq_cluster.consumer_ids'), p_subscription_id,
                                               p_name, p_priority, p_lease_seconds) c;
+EXCEPTION WHEN unique_violation THEN
+    PERFORM txnq_cluster.id_taken('register_consumer_v2', SQLERRM);
 END;
 $$;
 
@@ -137,6 +157,8 @@ BEGIN
           FROM txnq_cluster_registered r
          WHERE txnq_cluster.shard_of(p_topic_id, r.partition) = r.shard
          ORDER BY r.partition;
+EXCEPTION WHEN unique_violation THEN
+    PERFORM txnq_cluster.id_taken('register_producer_v2', SQLERRM);
 END;
 $$;
 
