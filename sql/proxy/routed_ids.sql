@@ -4,7 +4,8 @@
 -- ---------------------------------------------------------------- all_ids
 
 -- The shard statement sets the identity sequence of the new row's table to
--- the id allocated on the proxy (is_called false: the next value is that id)
+-- the id allocated on the proxy (txnq_cluster.allocate_id; is_called false:
+-- the next value is that id)
 -- in a scalar subquery that is an argument of the shard function, so it runs
 -- first, in the same statement. An existing topic fails alike on every shard
 -- (TQ010); an existing subscription, producer or consumer name returns its own
@@ -21,6 +22,29 @@ BEGIN
         HINT = 'topics, subscriptions, producers and consumers of a cluster are created through the proxy '
                'only; one was created on a shard directly: see docs/cluster.md (repairing a cluster)';
 END;
+$$;
+
+-- The largest value each shard's identity sequence of p_table.p_column gave.
+CREATE OR REPLACE FUNCTION txnq_cluster.last_id_all(p_table text, p_column text)
+RETURNS SETOF bigint
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT coalesce(max(s.last_value), 0)
+      FROM pg_catalog.pg_sequences s
+     WHERE format('%I.%I', s.schemaname, s.sequencename)::regclass
+           = pg_catalog.pg_get_serial_sequence(p_table, p_column)::regclass;
+$$;
+
+-- txnq_cluster.allocate_id: the next id of a kind, past this proxy's sequence
+-- and past every id any shard gave itself (a producer or consumer registered
+-- on a shard directly takes one), so the id is free on every shard. Run under
+-- txnq_cluster.lock_ids.
+CREATE OR REPLACE FUNCTION txnq_cluster.allocate_id(p_sequence regclass, p_table text, p_column text)
+RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT pg_catalog.setval(p_sequence, greatest(pg_catalog.nextval(p_sequence),
+                                                  (SELECT max(l) + 1 FROM txnq_cluster.last_id_all(p_table, p_column) l)))
 $$;
 
 CREATE OR REPLACE FUNCTION txnq_cluster.create_topic_all(
@@ -45,7 +69,7 @@ DECLARE
     v_id integer;
 BEGIN
     PERFORM txnq_cluster.lock_ids();
-    v_id := nextval('txnq_cluster.topic_ids');
+    v_id := txnq_cluster.allocate_id('txnq_cluster.topic_ids', 'txnq.topics', 'topic_id');
     RETURN txnq_cluster.require_same('create_topic_v2', min(t), max(t))
       FROM txnq_cluster.create_topic_all(v_id, p_name, p_partitions, p_retention_seconds, p_retention_bytes,
                                          p_ttl_seconds, p_max_message_bytes) t;
@@ -80,7 +104,8 @@ BEGIN
     END IF;
     PERFORM txnq_cluster.lock_ids();
     RETURN txnq_cluster.require_same('subscribe_v2', min(s), max(s))
-      FROM txnq_cluster.subscribe_all(nextval('txnq_cluster.subscription_ids'), p_topic_id, p_name,
+      FROM txnq_cluster.subscribe_all(txnq_cluster.allocate_id('txnq_cluster.subscription_ids', 'txnq.subscriptions',
+                                                                'subscription_id'), p_topic_id, p_name,
                                       p_subscription_type, p_isolation, p_initial_position) s;
 EXCEPTION WHEN unique_violation THEN
     PERFORM txnq_cluster.id_taken('subscribe_v2', SQLERRM);
@@ -108,7 +133,8 @@ LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM txnq_cluster.lock_ids();
     RETURN txnq_cluster.require_same('register_consumer_v2', min(c), max(c))
-      FROM txnq_cluster.register_consumer_all(nextval('txnq_cluster.consumer_ids'), p_subscription_id,
+      FROM txnq_cluster.register_consumer_all(txnq_cluster.allocate_id('txnq_cluster.consumer_ids', 'txnq.consumers',
+                                                                        'consumer_id'), p_subscription_id,
                                               p_name, p_priority, p_lease_seconds) c;
 EXCEPTION WHEN unique_violation THEN
     PERFORM txnq_cluster.id_taken('register_consumer_v2', SQLERRM);
@@ -140,7 +166,7 @@ DECLARE
     v_id bigint;
 BEGIN
     PERFORM txnq_cluster.lock_ids();
-    v_id := nextval('txnq_cluster.producer_ids');
+    v_id := txnq_cluster.allocate_id('txnq_cluster.producer_ids', 'txnq.producers', 'producer_id');
     CREATE TEMP TABLE IF NOT EXISTS txnq_cluster_registered (
         shard integer, producer_id bigint, epoch integer, partition integer, last_sequence bigint
     ) ON COMMIT DROP;

@@ -178,24 +178,29 @@ def test_a_forced_entry_log_roll_through_the_proxy_rolls_every_shard(cluster: Cl
     assert row == (max(after),)
 
 
-def test_a_topic_created_on_a_shard_directly_makes_the_next_create_fail_with_tq031(
+def test_ids_given_on_a_shard_directly_are_skipped_by_the_proxy(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
     stray, proper = topic_name("stray"), topic_name("proper")
     with cluster.shard_conn(0) as conn:
-        conn.execute("SELECT txnq.create_topic_v2(%s, 1, 0, -1, NULL, 1048576)", (stray,))
+        row = conn.execute(
+            "SELECT txnq.create_topic_v2(%s, 1, 0, -1, NULL, 1048576)", (stray,)
+        ).fetchone()
+    assert row is not None
     try:
-        with (
-            txnq.Client(cluster.proxy) as client,
-            pytest.raises(errors.ClusterInconsistentError, match="created through the proxy only"),
-        ):
-            client.admin.create_topic(proper, partitions=1)
-    finally:
-        # Put the shared cluster back: what reached one shard only goes.
+        with txnq.Client(cluster.proxy) as client:
+            created = client.admin.create_topic(proper, partitions=2)
+            with client.producer(proper, name="p") as producer:
+                producer.send(b"x", partition=0)
+                producer.send(b"y", partition=1)
+        assert created.topic_id > row[0]
         for shard in range(len(cluster.shards)):
             with cluster.shard_conn(shard) as conn:
-                conn.execute(
-                    "SELECT txnq.delete_topic_v2(t.topic_id, true) FROM txnq.topics t "
-                    "WHERE t.name IN (%s, %s)",
-                    (stray, proper),
-                )
+                found = conn.execute(
+                    "SELECT topic_id FROM txnq.topics WHERE name = %s", (proper,)
+                ).fetchone()
+            assert found == (created.topic_id,), shard
+    finally:
+        # Put the shared cluster back: the stray topic goes.
+        with cluster.shard_conn(0) as conn:
+            conn.execute("SELECT txnq.delete_topic_v2(%s, true)", (row[0],))
