@@ -43,11 +43,13 @@ START_TIMEOUT_SECONDS = 60
 #: The most shards a throwaway cluster gets (the machine has few cores).
 MAX_SHARDS = 16
 #: Small settings: a test cluster shares a small machine with other work.
+#: fsync off survives a server crash (the OS keeps what was written), not an
+#: OS crash; synchronous_commit stays on, so a crashed shard (pause with mode
+#: immediate) keeps every commit it acknowledged.
 SERVER_SETTINGS = {
     "shared_buffers": "32MB",
     "max_connections": "60",
     "fsync": "off",
-    "synchronous_commit": "off",
     "full_page_writes": "off",
     "max_prepared_transactions": "10",
 }
@@ -201,13 +203,35 @@ class ThrowawayServers:
 
     def restart(self, server: Server) -> None:
         """Restart one server in place (same port and data): for crash tests."""
+        self.pause(server)
+        self.resume(server)
+
+    def pause(self, server: Server, *, mode: str = "fast") -> None:
+        """Stop one server, keeping its data and port (``mode``: fast or immediate,
+        a crash): a shard outage. :meth:`resume` starts it again."""
         entry = pwd.getpwnam(SYSTEM_USER) if os.geteuid() == 0 else None
         _run(
             "pg_ctl",
-            ["-D", str(server.data_dir), "-m", "fast", "-w", "-t", "30", "restart"],
+            ["-D", str(server.data_dir), "-m", mode, "-w", "-t", "30", "stop"],
             entry,
             cwd=self.root,
         )
+        server.started = False
+
+    def resume(self, server: Server) -> None:
+        """Start a server :meth:`pause` stopped, on its port and data."""
+        entry = pwd.getpwnam(SYSTEM_USER) if os.geteuid() == 0 else None
+        log = server.data_dir / "server.log"
+        _run(
+            "pg_ctl",
+            [
+                *("-D", str(server.data_dir), "-w", "-t", str(START_TIMEOUT_SECONDS)),
+                *("-l", str(log), "start"),
+            ],
+            entry,
+            cwd=self.root,
+        )
+        server.started = True
 
 
 def _run(
