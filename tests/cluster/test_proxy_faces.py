@@ -92,4 +92,28 @@ def test_the_command_line_works_unchanged_with_txnq_dsn_at_the_proxy(
     assert [(s["name"], s["backlog_entries"]) for s in listed] == [("cli", 0)]
     refused = runner.invoke(app, ["consume", name, "-s", "sh", "--type", "shared", "--count", "1"])
     assert refused.exit_code == 1 and "not supported through a txnq cluster proxy" in refused.output
-    ok("topics", "delete", name, "--force")
+    ok("subscriptions", "reset", name, "cli", "--to", "earliest")
+    listed = json.loads(ok("subscriptions", "list", name, "--json"))
+    assert [(s["name"], s["backlog_entries"]) for s in listed] == [("cli", 1)]  # one batch
+    ok("subscriptions", "delete", name, "cli", "--force")
+    assert json.loads(ok("subscriptions", "list", name, "--json")) == []
+    ok("topics", "delete", name)
+
+
+def test_a_negative_ack_on_an_exclusive_subscription_redelivers_through_the_proxy(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("nack")
+    with txnq.Client(cluster.proxy) as client:
+        client.admin.create_topic(name, partitions=2)
+        with client.producer(name, name="p") as producer:
+            producer.send(b"again", partition=1)
+        with client.subscribe(
+            name, "retry", initial_position="earliest", negative_ack_redelivery_delay=0.1
+        ) as consumer:
+            first = consumer.receive(timeout=RECEIVE_TIMEOUT)
+            assert first is not None
+            consumer.negative_acknowledge(first)
+            second = consumer.receive(timeout=RECEIVE_TIMEOUT)
+            assert second is not None and second.message_id == first.message_id
+            consumer.acknowledge(second)
