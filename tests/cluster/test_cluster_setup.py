@@ -204,3 +204,9 @@ def test_ids_given_on_a_shard_directly_are_skipped_by_the_proxy(
         # Put the shared cluster back: the stray topic goes.
         with cluster.shard_conn(0) as conn:
             conn.execute("SELECT txnq.delete_topic_v2(%s, true)", (row[0],))
+
+
+def test_init_refuses_other_shards_for_a_cluster_that_holds_topics(cluster: Cluster) -> None:
+    with pytest.raises(errors.ConfigurationError, match="moves partitions"):
+        init(cluster.proxy, list(reversed(cluster.shards)))
+    assert [s.healthy for s in status(cluster.proxy)] == [True, True]

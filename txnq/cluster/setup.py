@@ -137,9 +137,16 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
                 "PL/Proxy is not installed on the proxy's server: install postgresql-15-plproxy "
                 f"(`make install-plproxy`) or your version's package ({error})"
             ) from None
-        conn.execute(
-            QUERIES["cluster_configure"], {"shards": [partition_dsn(d) for d in shard_dsns]}
-        )
+        wanted = [partition_dsn(d) for d in shard_dsns]
+        configured = [str(row[1]) for row in conn.execute(QUERIES["cluster_shards"])]
+        if configured and configured != wanted and any(max_ids.values()):
+            raise errors.ConfigurationError(
+                f"the proxy routes to {len(configured)} other shard(s) ({', '.join(configured)}) "
+                "and the shards hold topics: changing a cluster's shards moves partitions, "
+                "which txnq does not do yet (docs/cluster.md, adding a shard); pass the same "
+                "shards in the same order"
+            )
+        conn.execute(QUERIES["cluster_configure"], {"shards": wanted})
         conn.execute(QUERIES["cluster_align_ids"], max_ids)
         for name in PROXY_FILES[1:]:
             conn.execute(proxy_sql(name))
