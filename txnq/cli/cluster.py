@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from psycopg.conninfo import conninfo_to_dict
 from rich.text import Text
 
 from txnq import errors
 from txnq.cli.help_format import Commands
 from txnq.cli.options import JsonOption
-from txnq.cli.output import Column, console, note, print_json, print_tables, size_text, table
+from txnq.cli.output import Column, console, note, print_json, print_tables, table
 from txnq.settings import load_settings
 
 cluster_app = Commands(
@@ -92,37 +93,30 @@ def cluster_status(proxy: ProxyOption = None, as_json: JsonOption = False) -> No
     if as_json:
         print_json([s.as_dict() for s in shards])
         return
+    revisions = {s.schema_revision for s in shards if s.healthy}
+    title = f"Cluster of {len(shards)} shard(s)"
+    if len(revisions) == 1:
+        title += f", revision {revisions.pop()}"
     rows = [
         (
             s.shard,
             Text("up", style="green") if s.healthy else Text("down", style="red"),
-            s.schema_revision,
-            s.topics,
-            s.partitions,
-            s.entries,
-            s.backlog_entries,
-            size_text(s.database_bytes),
-            s.dsn if s.healthy else f"{s.dsn}: {s.error}",
+            *((s.topics, s.partitions, s.entries, s.backlog_entries) if s.healthy else ("-",) * 4),
+            _server(s.dsn) if s.healthy else f"{_server(s.dsn)}: {s.error}",
         )
         for s in shards
     ]
-    print_tables(
-        table(
-            f"Cluster of {len(shards)} shard(s)",
-            [
-                "shard",
-                "health",
-                "revision",
-                "topics",
-                "partitions",
-                "entries",
-                "backlog",
-                "size",
-                Column("dsn", "payload"),
-            ],
-            rows,
-        )
-    )
+    # The database size and the whole DSN are in --json (80 columns hold no more).
+    columns = ["shard", "health", "topics", "partitions", "entries", "backlog"]
+    print_tables(table(title, [*columns, Column("server", "payload")], rows))
+    if len(revisions) > 1:
+        note("the shards are at different revisions: run `txnq cluster init` again")
+
+
+def _server(dsn: str) -> str:
+    """host:port/dbname of a shard's libpq DSN (the whole DSN is in --json)."""
+    words = conninfo_to_dict(dsn)
+    return f"{words.get('host', '')}:{words.get('port', '')}/{words.get('dbname', '')}"
 
 
 @cluster_app.command("routing")
