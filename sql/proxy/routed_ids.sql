@@ -279,15 +279,19 @@ RETURNS TABLE (topic_id integer, name text, partitions integer, retention_second
                created_at timestamptz, backlog_quota_bytes bigint, backlog_quota_seconds double precision,
                backlog_quota_policy text, entries bigint, subscriptions bigint)
 LANGUAGE sql STABLE AS $$
+    -- One call per shard (a CTE read twice is materialised once).
+    WITH each AS (
+        SELECT s, a.*
+          FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
+               LATERAL txnq_cluster.list_topics_on(s) a
+    )
     SELECT f.topic_id, f.name, f.partitions, f.retention_seconds, f.retention_bytes, f.ttl_seconds,
            f.max_message_bytes, f.created_at, f.backlog_quota_bytes, f.backlog_quota_seconds,
            f.backlog_quota_policy,
-           (SELECT coalesce(sum(a.entries), 0)::bigint
-              FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
-                   LATERAL txnq_cluster.list_topics_on(s) a
-             WHERE a.topic_id = f.topic_id),
+           (SELECT coalesce(sum(e.entries), 0)::bigint FROM each e WHERE e.topic_id = f.topic_id),
            f.subscriptions
-      FROM txnq_cluster.list_topics_on(0) f
+      FROM each f
+     WHERE f.s = 0
      ORDER BY f.name
 $$;
 
