@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 CODE := txnq workers migrations tests bench examples scripts
 
-.PHONY: demo test lint bench bench-spark bench-peers install-peers install-spark install-chromium console-screenshots standalone clean
+.PHONY: demo test lint bench bench-spark bench-peers install-peers install-plproxy install-spark install-chromium console-screenshots standalone clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,7 +31,7 @@ demo: $(STAMP)
 
 # Lint, type-check and run the test suite (TXNQ_TEST_DSN picks the server;
 # unset: testcontainers if Docker answers, else embedded PostgreSQL 18).
-test: lint install-spark install-chromium
+test: lint install-spark install-chromium install-plproxy
 	@if [ -z "$$TXNQ_TEST_DSN" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "make test: running as root without TXNQ_TEST_DSN, so the tests' embedded"; \
 		echo "  PostgreSQL servers run as the system user embedded_postgres, created now if missing."; \
@@ -71,6 +71,25 @@ install-peers: $(STAMP)
 	else \
 		echo "no PgQ for PostgreSQL 15: install postgresql-15-pgq3 (Debian/Ubuntu); bench.peers reports PgQ as skipped until then"; \
 	fi
+
+# PL/Proxy for the sharded cluster (docs/cluster.md), Debian's
+# postgresql-15-plproxy for the machine's PostgreSQL 15: installed with
+# apt-get when it is missing and this runs as root, announced before it runs;
+# otherwise say what to install (tests/cluster skips, naming it).
+install-plproxy:
+	@if [ -f /usr/share/postgresql/15/extension/plproxy.control ]; then \
+		true; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "make install-plproxy: running as root, so installing a system package now:"; \
+		echo "  apt-get install postgresql-15-plproxy (after apt-get update if needed): PL/Proxy,"; \
+		echo "  which routes the proxy database's calls to the shards (docs/cluster.md)."; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15-plproxy >/dev/null \
+		|| { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15-plproxy >/dev/null; } \
+		|| echo "could not install postgresql-15-plproxy: the cluster tests (tests/cluster) skip"; \
+	else \
+		echo "no PL/Proxy for PostgreSQL 15: install postgresql-15-plproxy (Debian/Ubuntu; PGDG packages it for 14 to 18); the cluster tests (tests/cluster) skip until then"; \
+	fi
+	@[ -x /usr/lib/postgresql/15/bin/initdb ] || echo "no /usr/lib/postgresql/15/bin/initdb: install postgresql-15 for the cluster tests' throwaway servers; they skip until then"
 
 # Spark reading committed ranges over JDBC next to a plain JDBC read of the
 # same rows (docs/spark.md).

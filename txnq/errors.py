@@ -201,3 +201,16 @@ class PermissionDeniedError(TxnqError):
     transaction belongs to another role (TQ018), or the role lacks EXECUTE on
     the function (42501: it is in none of the txnq roles that may call it).
     docs/security.md lists the roles and what each may call."""
+
+
+class NotSupportedThroughProxyError(TxnqError):
+    """A call reached a txnq cluster's proxy database that the proxy does not
+    route yet (SQLSTATE TQ030): it spans partitions or needs the whole cluster
+    (shared subscriptions, transactions, inspection views, lifecycle jobs).
+    docs/cluster.md lists what a proxy routes; nothing was changed."""
+
+
+class ClusterInconsistentError(TxnqError):
+    """The shards of a txnq cluster answered a call that must be alike on all of
+    them differently (SQLSTATE TQ031): a metadata change reached some shards
+    only. ``txnq cluster status`` shows the shards; docs/cluster.md the repair."""

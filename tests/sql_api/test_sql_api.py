@@ -419,6 +419,11 @@ PROVEN_ELSEWHERE = {
     # compaction's swap against a reader holding txnq.entries (another session)
     "TQ020": "tests/integration/test_compaction.py::"
     "test_a_swap_that_cannot_lock_the_entries_in_time_fails_with_tq020_and_changes_nothing",
+    # raised by a cluster's proxy database (sql/proxy), which needs PL/Proxy and
+    # servers of its own: tests/cluster proves both
+    "TQ030": "tests/cluster/test_proxy_api.py::"
+    "test_what_the_proxy_does_not_route_fails_with_tq030_and_changes_nothing",
+    "TQ031": "tests/cluster/test_cluster_setup.py::test_shards_that_disagree_fail_with_tq031",
 }
 
 

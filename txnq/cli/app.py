@@ -15,6 +15,7 @@ import typer
 
 from txnq import __version__, errors
 from txnq.cli import (
+    cluster,
     config,
     console,
     consume,
@@ -89,6 +90,7 @@ app.add_typer(gc.gc_app, name="gc")
 app.add_typer(server.server_app, name="server")
 app.add_typer(worker.worker_app, name="worker")
 app.add_typer(config.config_app, name="config")
+app.add_typer(cluster.cluster_app, name="cluster")
 
 
 def _version(value: bool) -> None:

@@ -41,6 +41,8 @@ SQLSTATE_ERRORS: dict[str, type[errors.TxnqError]] = {
     "TQ017": errors.BacklogQuotaExceededError,  # policy producer_hold: the producer waits first
     "TQ018": errors.PermissionDeniedError,  # no grant on the topic, or another role's transaction
     "TQ020": errors.GcBusyError,  # compaction's swap could not lock txnq.entries in time
+    "TQ030": errors.NotSupportedThroughProxyError,  # a cluster proxy does not route it yet
+    "TQ031": errors.ClusterInconsistentError,  # the shards of a cluster answered differently
     # PostgreSQL's own "permission denied" (no EXECUTE on a function, no
     # privilege on a table): the role is in none of the txnq roles that may.
     "42501": errors.PermissionDeniedError,

@@ -1,0 +1,298 @@
+-- The functions a txnq cluster proxy routes (docs/cluster.md), with the names,
+-- signatures and results of the shard functions the Python client calls. Each
+-- rule of txnq_cluster.routing is a shape here:
+--   partition  a PL/Proxy function, RUN ON txnq_cluster.route(topic, partition)
+--   first      a PL/Proxy function, RUN ON 0
+--   all        a PL/Proxy function txnq_cluster.<name>_all (RUN ON ALL) and a
+--              txnq.<name> that checks the shards agree
+--   all_ids    as all, under txnq_cluster.lock_ids, with an id from this
+--              database's sequence set on each shard's identity sequence in
+--              the statement that creates the row (the scalar subquery is
+--              evaluated before the function it is an argument of)
+--   owned      a PL/Proxy function txnq_cluster.<name>_on (RUN ON its first
+--              argument, a shard number) called for each shard, keeping the
+--              rows of the partitions that shard owns
+--   summed     the same per-shard calls, per-partition counts added up
+-- A PL/Proxy call commits on each shard on its own: a call that reaches
+-- several shards is not atomic across them (docs/cluster.md, limits).
+
+-- ---------------------------------------------------------------- partition
+
+CREATE OR REPLACE FUNCTION txnq.append_v5(
+    p_topic_id integer, p_partition integer, p_producer_id bigint, p_producer_epoch integer,
+    p_first_sequence bigint, p_payloads bytea[], p_keys bytea[] DEFAULT NULL,
+    p_properties jsonb[] DEFAULT NULL, p_event_times timestamptz[] DEFAULT NULL,
+    p_txn_tc integer DEFAULT NULL, p_txn_seq bigint DEFAULT NULL,
+    OUT entry_offset bigint, OUT publish_time timestamptz, OUT duplicate boolean,
+    OUT roll_entry_log boolean)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.fetch_v4(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint, p_after_offset bigint,
+    p_max_entries integer DEFAULT 100, p_max_bytes bigint DEFAULT 8388608,
+    p_from_mark_delete boolean DEFAULT true)
+RETURNS TABLE (entry_offset bigint, publish_time timestamptz, producer_id bigint, first_sequence bigint,
+               message_count integer, payloads bytea[], keys bytea[], properties jsonb[],
+               event_times timestamptz[], acked_batch_indexes integer[])
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.ack_v3(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint, p_cumulative_offset bigint,
+    p_offsets bigint[] DEFAULT '{}', p_batch_indexes integer[] DEFAULT '{}',
+    p_batch_sizes integer[] DEFAULT '{}', p_cumulative_batch_index integer DEFAULT NULL,
+    p_cumulative_batch_size integer DEFAULT NULL, p_txn_tc integer DEFAULT NULL,
+    p_txn_seq bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.cursor_generation_v1(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint)
+RETURNS integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.seek_v2(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint,
+    p_offset bigint DEFAULT NULL, p_time timestamptz DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+$$;
+
+-- ---------------------------------------------------------------- first
+
+CREATE OR REPLACE FUNCTION txnq.schema_revision_v1()
+RETURNS text
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON 0;
+$$;
+
+-- txnq.topics has no copy on the proxy: the same columns, by name.
+CREATE OR REPLACE FUNCTION txnq.topic_by_name_v1(p_name text)
+RETURNS TABLE (topic_id integer, name text, partitions integer, retention_seconds double precision,
+               retention_bytes bigint, ttl_seconds double precision, max_message_bytes integer,
+               created_at timestamptz, backlog_quota_bytes bigint, backlog_quota_seconds double precision,
+               backlog_quota_policy text)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON 0;
+    SELECT t.topic_id, t.name, t.partitions, t.retention_seconds, t.retention_bytes, t.ttl_seconds,
+           t.max_message_bytes, t.created_at, t.backlog_quota_bytes, t.backlog_quota_seconds,
+           t.backlog_quota_policy
+      FROM txnq.topic_by_name_v1(p_name) t;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.topic_partition_count_v1(p_topic_id integer)
+RETURNS integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON 0;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.subscription_by_name_v1(p_topic_id integer, p_name text)
+RETURNS TABLE (subscription_id bigint, name text, subscription_type text, isolation text,
+               created_at timestamptz)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON 0;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.subscription_consumers_v1(p_subscription_id bigint)
+RETURNS TABLE (consumer_id bigint, name text, priority integer, connected_at timestamptz,
+               lease_expires_at timestamptz)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON 0;
+$$;
+
+-- ---------------------------------------------------------------- all
+
+CREATE OR REPLACE FUNCTION txnq_cluster.add_partitions_all(p_topic_id integer, p_partitions integer)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT txnq.add_partitions_v2(p_topic_id, p_partitions);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.add_partitions_v2(p_topic_id integer, p_partitions integer)
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT txnq_cluster.require_same('add_partitions_v2', min(a), max(a))::integer
+      FROM txnq_cluster.add_partitions_all(p_topic_id, p_partitions) a
+$$;
+
+-- Void shard functions answer one row each through PL/Proxy: the count.
+CREATE OR REPLACE FUNCTION txnq_cluster.delete_topic_all(p_topic_id integer, p_force boolean)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT 1 FROM txnq.delete_topic_v2(p_topic_id, p_force);
+$$;
+
+-- Unforced, the shards would each check their own backlog and consumers, and
+-- one could refuse after another deleted: the whole cluster's backlog and
+-- consumers are checked here first (as delete_topic_v2 does, TQ011).
+CREATE OR REPLACE FUNCTION txnq.delete_topic_v2(p_topic_id integer, p_force boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_force IS FALSE AND EXISTS (
+        SELECT FROM txnq.list_subscriptions_v1(p_topic_id) s
+         WHERE s.backlog_entries > 0 OR s.consumers > 0)
+    THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ011',
+            MESSAGE = format('topic %s has a subscription with a backlog or a connected consumer', p_topic_id),
+            HINT = 'consume or unsubscribe first, or delete with force; nothing was deleted';
+    END IF;
+    PERFORM count(*) FROM txnq_cluster.delete_topic_all(p_topic_id, p_force);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.set_backlog_quota_all(
+    p_topic_id integer, p_set_bytes boolean, p_limit_bytes bigint, p_set_seconds boolean,
+    p_limit_seconds double precision, p_set_policy boolean, p_policy text)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT 1 FROM txnq.set_backlog_quota_v1(p_topic_id, p_set_bytes, p_limit_bytes, p_set_seconds,
+                                            p_limit_seconds, p_set_policy, p_policy);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.set_backlog_quota_v1(
+    p_topic_id integer, p_set_bytes boolean, p_limit_bytes bigint, p_set_seconds boolean,
+    p_limit_seconds double precision, p_set_policy boolean, p_policy text)
+RETURNS void
+LANGUAGE sql AS $$
+    SELECT FROM (SELECT count(*) FROM txnq_cluster.set_backlog_quota_all(
+        p_topic_id, p_set_bytes, p_limit_bytes, p_set_seconds, p_limit_seconds, p_set_policy, p_policy)) c
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.set_topic_policy_all(
+    p_topic_id integer, p_retention_seconds double precision, p_retention_bytes bigint,
+    p_ttl_seconds double precision, p_clear_ttl boolean)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT 1 FROM txnq.set_topic_policy_v1(p_topic_id, p_retention_seconds, p_retention_bytes,
+                                           p_ttl_seconds, p_clear_ttl);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.set_topic_policy_v1(
+    p_topic_id integer, p_retention_seconds double precision, p_retention_bytes bigint,
+    p_ttl_seconds double precision, p_clear_ttl boolean)
+RETURNS void
+LANGUAGE sql AS $$
+    SELECT FROM (SELECT count(*) FROM txnq_cluster.set_topic_policy_all(
+        p_topic_id, p_retention_seconds, p_retention_bytes, p_ttl_seconds, p_clear_ttl)) c
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.close_consumer_all(p_topic_id integer, p_consumer_id bigint)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT 1 FROM txnq.close_consumer_v1(p_topic_id, p_consumer_id);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.close_consumer_v1(p_topic_id integer, p_consumer_id bigint)
+RETURNS void
+LANGUAGE sql AS $$
+    SELECT FROM (SELECT count(*) FROM txnq_cluster.close_consumer_all(p_topic_id, p_consumer_id)) c
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.unsubscribe_all(
+    p_subscription_id bigint, p_except_consumer_id bigint, p_force boolean)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT 1 FROM txnq.unsubscribe_v2(p_subscription_id, p_except_consumer_id, p_force);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.unsubscribe_v2(
+    p_subscription_id bigint, p_except_consumer_id bigint DEFAULT NULL, p_force boolean DEFAULT false)
+RETURNS void
+LANGUAGE sql AS $$
+    SELECT FROM (SELECT count(*) FROM txnq_cluster.unsubscribe_all(
+        p_subscription_id, p_except_consumer_id, p_force)) c
+$$;
+
+-- Every shard registers the waiter: harmless, and a proxy client is woken by
+-- polling anyway (a shard's NOTIFY does not reach the proxy's LISTEN).
+CREATE OR REPLACE FUNCTION txnq_cluster.register_waiters_all(
+    p_topic_id integer, p_consumer_id bigint, p_partitions integer[])
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT 1 FROM txnq.register_waiters_v1(p_topic_id, p_consumer_id, p_partitions);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.register_waiters_v1(
+    p_topic_id integer, p_consumer_id bigint, p_partitions integer[])
+RETURNS void
+LANGUAGE sql AS $$
+    SELECT FROM (SELECT count(*) FROM txnq_cluster.register_waiters_all(
+        p_topic_id, p_consumer_id, p_partitions)) c
+$$;
+
+-- The lease is renewed on every shard (each expires its own consumer rows);
+-- the live consumers are those of shard 0 (registered everywhere alike).
+CREATE OR REPLACE FUNCTION txnq_cluster.heartbeat_consumer_on(
+    p_shard integer, p_consumer_id bigint, p_lease_seconds double precision)
+RETURNS TABLE (consumer_id bigint, name text, priority integer)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT h.consumer_id, h.name, h.priority FROM txnq.heartbeat_consumer_v2(p_consumer_id, p_lease_seconds) h;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.heartbeat_consumer_v2(p_consumer_id bigint, p_lease_seconds double precision)
+RETURNS TABLE (consumer_id bigint, name text, priority integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_shard integer;
+BEGIN
+    FOR v_shard IN REVERSE txnq_cluster.shard_count() - 1 .. 1 LOOP
+        PERFORM count(*) FROM txnq_cluster.heartbeat_consumer_on(v_shard, p_consumer_id, p_lease_seconds);
+    END LOOP;
+    RETURN QUERY SELECT h.consumer_id, h.name, h.priority
+                   FROM txnq_cluster.heartbeat_consumer_on(0, p_consumer_id, p_lease_seconds) h;
+END;
+$$;
+
+-- An append's hint that the entry log is full (the producer ignores the
+-- answer): every shard checks its own active log, and rolls it when full or
+-- old (unforced) or always (forced). The answer: the largest active entry log
+-- id of the shards (each shard numbers its own logs; not compared).
+CREATE OR REPLACE FUNCTION txnq_cluster.roll_entry_log_all(p_force boolean)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT txnq.roll_entry_log_v3(p_force);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.roll_entry_log_v3(p_force boolean DEFAULT false)
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT max(r) FROM txnq_cluster.roll_entry_log_all(p_force) r
+$$;

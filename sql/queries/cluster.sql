@@ -1,0 +1,53 @@
+-- A txnq cluster (docs/cluster.md): the queries of txnq.cluster. Those named
+-- cluster_shard_* run on a shard directly (cluster init), the others on the
+-- proxy database, whose schema sql/proxy/*.sql installs.
+
+-- name: cluster_shard_max_ids
+-- The largest ids a shard holds: the proxy's id sequences start past them.
+SELECT (SELECT coalesce(max(t.topic_id), 0) FROM txnq.topics t) AS topic_id,
+       (SELECT coalesce(max(s.subscription_id), 0) FROM txnq.subscriptions s) AS subscription_id,
+       (SELECT coalesce(max(p.producer_id), 0) FROM txnq.producers p) AS producer_id,
+       (SELECT coalesce(max(c.consumer_id), 0) FROM txnq.consumers c) AS consumer_id
+
+-- name: cluster_shard_topics
+-- A shard's topics: every shard of a cluster holds the same ones.
+SELECT t.topic_id, t.name, t.partitions FROM txnq.topics t ORDER BY t.topic_id
+
+-- name: cluster_proxy_has_txnq_tables
+-- A proxy database holds no txnq tables (it is no shard).
+SELECT to_regclass('txnq.topics') IS NOT NULL
+
+-- name: cluster_configure
+SELECT txnq_cluster.configure(%(shards)s::text[])
+
+-- name: cluster_align_ids
+SELECT txnq_cluster.align_ids('txnq_cluster.topic_ids', %(topic_id)s),
+       txnq_cluster.align_ids('txnq_cluster.subscription_ids', %(subscription_id)s),
+       txnq_cluster.align_ids('txnq_cluster.producer_ids', %(producer_id)s),
+       txnq_cluster.align_ids('txnq_cluster.consumer_ids', %(consumer_id)s)
+
+-- name: cluster_install_refusals
+SELECT refused, views, left_out FROM txnq_cluster.install_refusals()
+
+-- name: cluster_shards
+SELECT shard, dsn FROM txnq_cluster.shards ORDER BY shard
+
+-- name: cluster_routing
+SELECT function_name, rule, note FROM txnq_cluster.routing ORDER BY function_name
+
+-- name: cluster_shard_health
+SELECT schema_revision, server_version, database_bytes FROM txnq_cluster.shard_health_on(%(shard)s)
+
+-- name: cluster_shard_topics_on
+-- One shard's topics, with the entries of its own partitions (the others are
+-- empty head rows there) and the backlog of every subscription on them.
+SELECT t.topic_id, t.name, t.partitions, t.entries,
+       (SELECT count(*) FROM generate_series(0, t.partitions - 1) p
+         WHERE txnq_cluster.shard_of(t.topic_id, p) = %(shard)s) AS owned_partitions,
+       (SELECT coalesce(sum(s.backlog_entries), 0)
+          FROM txnq_cluster.list_subscriptions_on(%(shard)s, t.topic_id) s) AS backlog_entries
+  FROM txnq_cluster.list_topics_on(%(shard)s) t
+ ORDER BY t.topic_id
+
+-- name: cluster_shard_of
+SELECT txnq_cluster.shard_of(%(topic_id)s, %(partition)s)
