@@ -230,7 +230,7 @@ class Producer(ProducerBase):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._room.wait(), remaining)
             self._check_usable()
-        pending, wake = self._add(target, message, txn)
+        pending, wake = self._add(target, message.payload, message, txn)
         if wake:
             self._wake.set()
         return pending

@@ -285,11 +285,16 @@ class ProducerBase:
             self._round_robin = (self._round_robin + 1) % self._partitions
 
     def _add(
-        self, target: int, message: OutgoingMessage, txn: TransactionBase | None
+        self,
+        target: int,
+        payload: bytes,
+        message: OutgoingMessage | None,
+        txn: TransactionBase | None,
     ) -> tuple[PendingSend, bool]:
         """Queue one message for ``target`` (the face checked the pending
-        limit and holds its lock); returns it and whether to wake the flusher."""
-        payload = message.payload
+        limit and holds its lock); returns it and whether to wake the flusher.
+        ``message`` is None for a plain payload (no key, properties, event
+        time or callback: send_async's hot path, which makes no OutgoingMessage)."""
         size = len(payload)
         batch = self._batches.get(target)
         if (
@@ -308,15 +313,19 @@ class ProducerBase:
         payloads = batch.payloads
         index = len(payloads)
         payloads.append(payload)
-        if batch.details is not None or (
-            message.key is not None
-            or message.properties is not None
-            or message.event_time is not None
-        ):
-            batch.add_details(index, message)
+        if message is None:
+            if batch.details is not None:
+                batch.add_details(index, None)
+        else:
+            if batch.details is not None or (
+                message.key is not None
+                or message.properties is not None
+                or message.event_time is not None
+            ):
+                batch.add_details(index, message)
+            if message.callback is not None:
+                batch.callbacks.append((index, message.callback))
         batch.bytes += size
-        if message.callback is not None:
-            batch.callbacks.append((index, message.callback))
         self._pending += 1
         # A new batch starts the flusher's delay clock; a full one goes at once
         # (_is_full(batch, 0), inlined).

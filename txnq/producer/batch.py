@@ -51,11 +51,17 @@ class EntryBatch:
         self.opened = time.monotonic()
         self.future: Future[int] = Future()  # resolves to the entry offset
 
-    def add_details(self, index: int, message: OutgoingMessage) -> None:
-        """The key, properties and event time of message ``index`` (just added)."""
+    def add_details(self, index: int, message: OutgoingMessage | None) -> None:
+        """The key, properties and event time of message ``index`` (just added;
+        None: a plain payload, which has none of them)."""
         if self.details is None:
             self.details = ([None] * index, [None] * index, [None] * index)
         keys, properties, event_times = self.details
+        if message is None:
+            keys.append(None)
+            properties.append(None)
+            event_times.append(None)
+            return
         keys.append(message.key)
         properties.append(message.properties)
         event_times.append(message.event_time)

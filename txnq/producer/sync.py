@@ -141,6 +141,21 @@ class Producer(ProducerBase):
         With ``txn``, ``txn.commit()`` flushes it first. A delayed message
         (``deliver_after`` / ``deliver_at``, see ``send``) is not batched: it is
         written before this returns."""
+        if (
+            type(value) is bytes
+            and txn is None
+            and key is None
+            and properties is None
+            and event_time is None
+            and partition is None
+            and callback is None
+            and deliver_after is None
+            and deliver_at is None
+            and len(value) <= self._topic.max_message_bytes
+        ):
+            # The hot path: a plain payload, nothing to check or encode, and no
+            # OutgoingMessage made for it (a third of send_async's time).
+            return self._enqueue(value, None, None)
         joined = None if txn is None else self._joined(txn)
         message = self._outgoing(
             value, key, properties, event_time, partition, callback, deliver_after, deliver_at
@@ -148,7 +163,7 @@ class Producer(ProducerBase):
         if joined is not None:
             return joined._send_async(self, message)
         if message.deliver_at is None:  # the hot path: straight into the batch
-            return self._enqueue(message, None)
+            return self._enqueue(message.payload, message, None)
         return self._write_queued(message, None)
 
     # -- what a transaction calls back (txnq.transaction.protocol) ----------
@@ -178,14 +193,14 @@ class Producer(ProducerBase):
                 # entry now. Holding the I/O lock keeps the partition's order.
                 offset = run(self._append_plan(target, *message_columns(message), txn), self._io)
                 return MessageId(self.topic, target, offset, 0)
-        pending = self._enqueue(message, txn)
+        pending = self._enqueue(message.payload, message, txn)
         self._flush_partition(pending._partition)
         return pending.result(self._result_timeout)
 
     def _write_queued(self, message: OutgoingMessage, txn: TransactionBase | None) -> PendingSend:
         """Queue one message (``send_async``), in ``txn`` if given; a delayed one is written now."""
         if message.deliver_at is None:
-            return self._enqueue(message, txn)
+            return self._enqueue(message.payload, message, txn)
         try:
             message_id = self._send_delayed(message, txn)
         except errors.TxnqError as exc:
@@ -224,20 +239,23 @@ class Producer(ProducerBase):
                 run(self._refresh_partitions_plan(), io)
         return self._route(key, partition)
 
-    def _enqueue(self, message: OutgoingMessage, txn: TransactionBase | None) -> PendingSend:
+    def _enqueue(
+        self, payload: bytes, message: OutgoingMessage | None, txn: TransactionBase | None
+    ) -> PendingSend:
+        """Queue one message (``message`` None: a plain ``payload``, see _add)."""
         with self._lock:
             self._check_usable()
             if (
-                message.key is None
-                and message.partition is None
-                and time.monotonic() - self._partitions_checked <= PARTITIONS_REFRESH_SECONDS
-            ):
+                message is None or (message.key is None and message.partition is None)
+            ) and time.monotonic() - self._partitions_checked <= PARTITIONS_REFRESH_SECONDS:
                 target = self._round_robin  # _routed's answer, without its calls
+            elif message is None:
+                target = self._routed(None, None)
             else:
                 target = self._routed(message.key, message.partition)
             if self._pending >= self._max_pending:
                 self._wait_for_room()
-            pending, wake = self._add(target, message, txn)
+            pending, wake = self._add(target, payload, message, txn)
             if wake:
                 self._cond.notify_all()
         return pending
