@@ -67,6 +67,12 @@ OPERATIONS = (
         "read_ack",
     ),
     Operation(
+        "consume_ack_1000",
+        f"consume + ack, batches of at most {BATCH} for every peer "
+        f"(PgQ ticked every {BATCH} events; txnq's batch_receive({BATCH}) as above)",
+        "read_ack",
+    ),
+    Operation(
         "consume_ack_shared",
         f"consume + ack, batches of up to {BATCH} (competing consumers / shared)",
         "read_ack",
