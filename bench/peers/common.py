@@ -63,7 +63,8 @@ OPERATIONS = (
     Operation("send_batch", f"batched send, {BATCH} messages per commit", "insert_1000"),
     Operation(
         "consume_ack",
-        f"consume + ack, batches of up to {BATCH} (one reader / exclusive)",
+        f"consume + ack, batches of up to {BATCH} (one reader / exclusive; "
+        "PgQ: what arrived between two ticks)",
         "read_ack",
     ),
     Operation(
