@@ -352,8 +352,8 @@ class CursorDelivery(Delivery):
         query = self.ack_query("ack", calls[0]["txn_tc"] is not None)
         if query == "ack_lazy":
             # Positional, so a sync connection runs it as a prepared statement
-            # (txnq.database.prepared: the cursor's own work per call was a
-            # fifth of an acknowledgement's time).
+            # (txnq.database.prepared: psycopg's cursor cost about 45 us of
+            # client CPU per acknowledgement more; docs/benchmarks.md).
             steps = [Call("ack_lazy_positional", _positional(call), "value") for call in calls]
         else:
             steps = [Call(query, call, "value") for call in calls]
