@@ -116,11 +116,13 @@ def txnq_consume(client: txnq.Client, topic: str, n: int) -> float:
         receiver_queue_size=20_000,
     )
     received = 0
+    payload_bytes = 0  # each payload is read, as bench.peers' PgQ loop reads each event's
     last: dict[int, txnq.Message] = {}
     start = time.perf_counter()
     deadline = time.monotonic() + 300
     while received < n and time.monotonic() < deadline:
         for message in consumer.batch_receive(CHUNK, timeout=5):
+            payload_bytes += len(message.value)
             last[message.partition] = message
             received += 1
         for message in last.values():

@@ -63,7 +63,14 @@ OPERATIONS = (
     Operation("send_batch", f"batched send, {BATCH} messages per commit", "insert_1000"),
     Operation(
         "consume_ack",
-        f"consume + ack, batches of up to {BATCH} (one reader / exclusive)",
+        f"consume + ack, batches of up to {BATCH} (one reader / exclusive; "
+        "PgQ: what arrived between two ticks)",
+        "read_ack",
+    ),
+    Operation(
+        "consume_ack_1000",
+        f"consume + ack, batches of at most {BATCH} for every peer "
+        f"(PgQ ticked every {BATCH} events; txnq's batch_receive({BATCH}) as above)",
         "read_ack",
     ),
     Operation(

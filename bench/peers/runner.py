@@ -41,7 +41,7 @@ COMPARED = [p for p in PEERS if p is not raw]
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 SMOKE = Config(messages=500, single=20, ctp_messages=500, seconds=30.0)
 # The operations the targets speak of: txnq must be ahead of every peer there.
-TARGET_OPS = ("send_single", "send_batch", "consume_ack", "consume_ack_shared")
+TARGET_OPS = ("send_single", "send_batch", "consume_ack", "consume_ack_1000", "consume_ack_shared")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,18 +1,8 @@
--- txnq.apply_acks_v1: move a cursor: the shared core of ack_v2 (acks outside a
--- transaction) and of the commit of pending acks (complete_txn_subscription_v1).
---
--- Parameters: (topic_id, partition), subscription_id; cumulative_offset (every
---   entry at or below it is acknowledged; NULL for none); offsets[i],
---   batch_indexes[i] (-1: the whole entry), batch_sizes[i]: individual acks.
---   The caller has validated them (ack_v2 checks the high watermark).
--- Returns the mark-delete offset after the call, or NULL when the subscription
---   has no cursor on the partition (it was deleted).
--- Locks: the cursor row (serialises everything that moves one cursor).
--- Invariants: the mark-delete offset never moves backwards; individually acked
---   entries directly above it are folded in, together with the entries no
---   consumer is ever given (markers, entries of aborted transactions), so a
---   transaction's marker never holds a cursor back; acks at or below the
---   mark-delete offset are deleted (the table stays small).
+-- txnq.apply_acks_v1: a thin wrapper of txnq.apply_acks_v2 since revision 0025
+-- (whose walk over the entries above the mark-delete offset reads them 64 at
+-- a time instead of the partition's whole backlog). Revision 0002 made it the
+-- shared core of acks, commits of pending acks, TTL and the backlog quota;
+-- their callers keep calling it.
 CREATE OR REPLACE FUNCTION txnq.apply_acks_v1(
     p_topic_id integer,
     p_partition integer,
@@ -22,69 +12,7 @@ CREATE OR REPLACE FUNCTION txnq.apply_acks_v1(
     p_batch_indexes integer[],
     p_batch_sizes integer[]
 ) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_mark_delete bigint;
-    v_folded bigint;
-    r record;
-BEGIN
-    UPDATE txnq.cursors c
-       SET mark_delete_offset = greatest(c.mark_delete_offset, coalesce(p_cumulative_offset, c.mark_delete_offset)),
-           updated_at = now()
-     WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
-    RETURNING c.mark_delete_offset INTO v_mark_delete;
-    IF NOT FOUND THEN
-        RETURN NULL;
-    END IF;
-
-    IF cardinality(p_offsets) > 0 THEN
-        INSERT INTO txnq.individual_acks AS a
-               (topic_id, partition, subscription_id, entry_offset, batch_size, acked_batch_indexes)
-        SELECT p_topic_id, p_partition, p_subscription_id, u.o, max(u.s),
-               CASE WHEN bool_or(u.i < 0) OR count(DISTINCT u.i) >= max(u.s) THEN NULL
-                    ELSE array_agg(DISTINCT u.i ORDER BY u.i) END
-          FROM unnest(p_offsets, p_batch_indexes, p_batch_sizes) AS u(o, i, s)
-         WHERE u.o > v_mark_delete
-         GROUP BY u.o
-        ON CONFLICT (topic_id, partition, subscription_id, entry_offset) DO UPDATE
-           SET acked_batch_indexes = CASE
-                   WHEN a.acked_batch_indexes IS NULL OR excluded.acked_batch_indexes IS NULL THEN NULL
-                   WHEN (SELECT count(DISTINCT x) FROM unnest(a.acked_batch_indexes || excluded.acked_batch_indexes) x)
-                        >= a.batch_size THEN NULL
-                   ELSE ARRAY(SELECT DISTINCT x FROM unnest(a.acked_batch_indexes || excluded.acked_batch_indexes) x ORDER BY x)
-               END;
-    END IF;
-
-    -- Fold: walk up from the mark-delete offset while each entry is acknowledged
-    -- as a whole, a marker, or part of an aborted transaction. The walk stops at
-    -- the first entry a consumer still has to acknowledge, usually the first one.
-    v_folded := v_mark_delete;
-    FOR r IN
-        SELECT e.entry_offset,
-               (a.entry_offset IS NOT NULL AND a.acked_batch_indexes IS NULL)
-               OR e.marker IS NOT NULL
-               OR (e.txn_tc IS NOT NULL AND EXISTS (
-                       SELECT 1 FROM txnq.aborted_txns x
-                        WHERE x.topic_id = p_topic_id AND x.partition = p_partition
-                          AND x.tc_id = e.txn_tc AND x.txn_seq = e.txn_seq)) AS passed
-          FROM txnq.entries e
-          LEFT JOIN txnq.individual_acks a
-            ON a.topic_id = e.topic_id AND a.partition = e.partition
-           AND a.subscription_id = p_subscription_id AND a.entry_offset = e.entry_offset
-         WHERE e.topic_id = p_topic_id AND e.partition = p_partition AND e.entry_offset > v_mark_delete
-         ORDER BY e.entry_offset
-    LOOP
-        EXIT WHEN NOT r.passed OR r.entry_offset <> v_folded + 1;
-        v_folded := r.entry_offset;
-    END LOOP;
-    IF v_folded > v_mark_delete THEN
-        UPDATE txnq.cursors c SET mark_delete_offset = v_folded
-         WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id;
-        v_mark_delete := v_folded;
-    END IF;
-    DELETE FROM txnq.individual_acks a
-     WHERE a.topic_id = p_topic_id AND a.partition = p_partition AND a.subscription_id = p_subscription_id
-       AND a.entry_offset <= v_mark_delete;
-    RETURN v_mark_delete;
-END;
+LANGUAGE sql AS $$
+    SELECT txnq.apply_acks_v2(p_topic_id, p_partition, p_subscription_id, p_cumulative_offset,
+                              p_offsets, p_batch_indexes, p_batch_sizes)
 $$;

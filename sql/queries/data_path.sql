@@ -47,6 +47,13 @@ SELECT txnq.ack_v3(%(topic_id)s, %(partition)s, %(subscription_id)s, %(cumulativ
                    %(cumulative_batch_index)s, %(cumulative_batch_size)s, %(txn_tc)s, %(txn_seq)s)
   FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy
 
+-- name: ack_lazy_positional
+-- ack_lazy with positional parameters, in ack_v3's order (a consumer's
+-- acknowledgement outside a transaction): run as the prepared statement
+-- ack_lazy_prepared (prepared.sql) on a sync connection.
+SELECT txnq.ack_v3(%s, %s, %s, %s, %s::bigint[], %s::int[], %s::int[], %s, %s, %s, %s)
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy
+
 -- name: seek
 SELECT txnq.seek_v2(%(topic_id)s, %(partition)s, %(subscription_id)s, %(offset)s, %(time)s)
 

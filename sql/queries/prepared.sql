@@ -10,3 +10,11 @@
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
   FROM txnq.append_v5($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
                       $7::bytea[], $8::text[]::jsonb[], $9::timestamptz[], $10::integer, $11::bigint)
+
+-- name: ack_lazy_prepared
+-- ack_lazy_positional (data_path.sql) as a prepared statement: topic_id,
+-- partition, subscription_id, cumulative_offset, offsets, batch_indexes,
+-- batch_sizes, cumulative_batch_index, cumulative_batch_size, txn_tc, txn_seq.
+SELECT txnq.ack_v3($1::integer, $2::integer, $3::bigint, $4::bigint, $5::bigint[], $6::integer[],
+                   $7::integer[], $8::integer, $9::integer, $10::integer, $11::bigint)
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy

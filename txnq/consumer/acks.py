@@ -97,7 +97,14 @@ class AckTracker:
         :meth:`drop_acknowledged_head`, in one pass: batch_receive's hot
         loop) and stopping before an undecodable message (the next receive
         raises its error in its place). An entry's messages are judged
-        together while no individual ack is remembered: they share its offset."""
+        together while no individual ack is remembered: they share its offset.
+
+        A batch ends before an entry that it would split (one not started
+        yet, with more messages than the batch has room for) rather than
+        take part of it: ``max_messages`` is a bound, and an acknowledgement
+        up to the end of an entry costs the cursor half of one that stops
+        inside it (which records each acknowledged message of the entry;
+        docs/benchmarks.md). An entry larger than the whole batch is split."""
         tracking = bool(self)
         while queue and len(taken) < limit:
             run = queue.head_run()
@@ -110,7 +117,10 @@ class AckTracker:
                 ):
                     queue.drop_head_run(run)
                 else:
-                    queue.take_from_head_run(run, taken, limit - len(taken))
+                    room = limit - len(taken)
+                    if taken and run.position == 0 and len(run) > room and len(run) <= limit:
+                        return  # the next batch takes the entry whole
+                    queue.take_from_head_run(run, taken, room)
                 continue
             message = queue.peek()
             if (

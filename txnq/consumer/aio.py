@@ -149,7 +149,10 @@ class Consumer(RetryLettersBase):
     async def batch_receive(
         self, max_messages: int = 100, timeout: Duration = "100ms"
     ) -> list[Message]:
-        """Up to ``max_messages`` messages: waits up to ``timeout`` for the first."""
+        """Up to ``max_messages`` messages: waits up to ``timeout`` for the first.
+        On exclusive and failover subscriptions a batch ends before a producer
+        batch (one entry) that it would split, unless that entry alone holds more
+        than ``max_messages``: acknowledging up to an entry's end is cheaper."""
         self._check_max_messages(max_messages)
         first = await self.receive(timeout)
         if first is None:

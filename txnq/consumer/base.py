@@ -201,7 +201,8 @@ class ConsumerBase(ConsumerSession):
         self._retry_topic: str | None = None
         self._assigned: set[int] = set()
         self._epoch: dict[int, int] = {}  # local: grows when a partition's position resets
-        self._batch_sizes: dict[tuple[int, int], int] = {}  # delivered batch entries
+        # Delivered batch entries' sizes: partition -> offset -> size, in fetch order.
+        self._batch_sizes: dict[int, dict[int, int]] = {}
         self._acks = AckTracker()
         # Partitions acknowledged in each open transaction: rewound if it aborts.
         self._txn_partitions: dict[TxnId, set[int]] = {}
@@ -363,7 +364,7 @@ class ConsumerBase(ConsumerSession):
         if isinstance(item, MessageId):
             self._check_message_topic(item)
             with self._cond:
-                size = self._batch_sizes.get((item.partition, item.offset))
+                size = self._batch_sizes.get(item.partition, {}).get(item.offset)
             return item, size
         raise errors.InvalidArgumentError(
             f"acknowledge takes a Message or MessageId, not {type(item).__name__}"

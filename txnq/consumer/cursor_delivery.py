@@ -14,6 +14,7 @@ the consumer then reads the partition again from the cursor.
 from __future__ import annotations
 
 import heapq
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,8 +31,13 @@ if TYPE_CHECKING:
     from txnq.consumer.dead_letters import Backoff, DeadLetterPolicy
     from txnq.transaction.base import TransactionBase, TxnId
 
-#: Most bytes one fetch_v4 call returns per partition.
-FETCH_MAX_BYTES = 8 * 1024 * 1024
+#: Most payload bytes one fetch_v4 call returns per partition (it stops after
+#: the entry that crosses it). fetch_v4 gathers its result in memory up to
+#: PostgreSQL's work_mem (4 MiB by default) and spills the rest to a temporary
+#: file: with 8 MiB a call of 80 entries of 1,000 messages took 28 ms of server
+#: time, four calls of 2 MiB 10 ms (docs/benchmarks.md); and the first messages
+#: reach the application sooner.
+FETCH_MAX_BYTES = 2 * 1024 * 1024
 #: Most entries one fetch_v4 call returns per partition.
 FETCH_MAX_ENTRIES = 500
 
@@ -68,8 +74,9 @@ class CursorDelivery(Delivery):
         super().__init__(consumer)
         self.read_position: dict[int, int] = {}  # highest offset fetched per partition
         self.generation: dict[int, int] = {}  # the cursor generation we follow
-        # (partition, offset) of fetched entries -> the cursor generation they were fetched under
-        self.fetched_generation: dict[tuple[int, int], int] = {}
+        # partition -> offset of fetched entries -> the cursor generation they
+        # were fetched under, in fetch order
+        self.fetched_generation: dict[int, dict[int, int]] = {}
         # Negatively acknowledged: (due, order, message), soonest first.
         self.nacked: list[tuple[float, int, Message]] = []
         self.nack_counter = 0
@@ -151,7 +158,7 @@ class CursorDelivery(Delivery):
         consumer = self.consumer
         topic = consumer.topic
         entries: list[tuple[FetchedEntry, list[bytes], Sequence[int]]] = []
-        sizes: dict[tuple[int, int], int] = {}
+        sizes: dict[int, int] = {}
         for (
             offset,
             publish_time,
@@ -177,7 +184,7 @@ class CursorDelivery(Delivery):
                 event_times,
             )
             if count > 1:
-                sizes[(partition, offset)] = count
+                sizes[offset] = count
             indexes: Sequence[int] = range(len(payloads))
             if acked:
                 skip = set(acked)
@@ -197,11 +204,13 @@ class CursorDelivery(Delivery):
                     consumer._queue.extend_entry(entry, payloads, indexes)
                 queued += len(indexes)
             self.read_position[partition] = rows[-1][0]
-            consumer._batch_sizes.update(sizes)
+            if sizes:
+                consumer._batch_sizes.setdefault(partition, {}).update(sizes)
             generation = self.generation.get(partition)
             if generation is not None:
+                fetched = self.fetched_generation.setdefault(partition, {})
                 for row in rows:
-                    self.fetched_generation[(partition, row[0])] = generation
+                    fetched[row[0]] = generation
             consumer._cond.notify_all()
         return queued
 
@@ -281,7 +290,9 @@ class CursorDelivery(Delivery):
         consumer._join(txn)
         consumer._note_txn_partitions(txn, [message_id.partition])
         with consumer._cond:
-            generation = self.fetched_generation.get((message_id.partition, message_id.offset))
+            generation = self.fetched_generation.get(message_id.partition, {}).get(
+                message_id.offset
+            )
         yield from self.ack_plan(
             [
                 self._ack_params(
@@ -339,7 +350,13 @@ class CursorDelivery(Delivery):
         if not calls:
             return  # an empty list acknowledges nothing
         query = self.ack_query("ack", calls[0]["txn_tc"] is not None)
-        steps = [Call(query, call, "value") for call in calls]
+        if query == "ack_lazy":
+            # Positional, so a sync connection runs it as a prepared statement
+            # (txnq.database.prepared: psycopg's cursor cost about 45 us of
+            # client CPU per acknowledgement more; docs/benchmarks.md).
+            steps = [Call("ack_lazy_positional", _positional(call), "value") for call in calls]
+        else:
+            steps = [Call(query, call, "value") for call in calls]
         if expected_generation is not None:
             steps.append(Call("cursor_generation", calls[0], "value"))
             check = self._generation_check(calls[0], expected_generation)
@@ -356,14 +373,8 @@ class CursorDelivery(Delivery):
                 partition = call["partition"]
                 if call["txn_tc"] is None:
                     consumer._acks.passed_mark_delete(partition, mark_delete)
-                for key in [
-                    k for k in consumer._batch_sizes if k[0] == partition and k[1] <= mark_delete
-                ]:
-                    del consumer._batch_sizes[key]
-                for key in [
-                    k for k in self.fetched_generation if k[0] == partition and k[1] <= mark_delete
-                ]:
-                    del self.fetched_generation[key]
+                _drop_passed(consumer._batch_sizes.get(partition), mark_delete)
+                _drop_passed(self.fetched_generation.get(partition), mark_delete)
 
     def _generation_check(self, call: dict[str, Any], expected: int) -> Callable[[list[Any]], None]:
         subscription = self.consumer.subscription
@@ -417,3 +428,37 @@ class CursorDelivery(Delivery):
     def leave_plan(self) -> Plan[None]:
         return
         yield  # a plan without I/O
+
+
+def _drop_passed(by_offset: dict[int, Any] | None, mark_delete: int | None) -> None:
+    """Forget the entries at or below the cursor's ``mark_delete`` offset. A
+    partition's entries are remembered in fetch order, which is offset order
+    (after a rewind, refetched offsets below older ones follow those and go
+    once the cursor passes the older ones too), so the ones to forget lead:
+    an ack costs what it passed, not every entry fetched (scanning them all
+    cost each ack a millisecond with 20,000 one-message entries queued)."""
+    if not by_offset or mark_delete is None:
+        return
+    passed = list(itertools.takewhile(lambda offset: offset <= mark_delete, by_offset))
+    for offset in passed:
+        del by_offset[offset]
+
+
+#: ack_v3's parameters in its order (ack_lazy_positional).
+_ACK_PARAMETERS = (
+    "topic_id",
+    "partition",
+    "subscription_id",
+    "cumulative_offset",
+    "offsets",
+    "batch_indexes",
+    "batch_sizes",
+    "cumulative_batch_index",
+    "cumulative_batch_size",
+    "txn_tc",
+    "txn_seq",
+)
+
+
+def _positional(call: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(call[name] for name in _ACK_PARAMETERS)

@@ -1,8 +1,9 @@
 """The hottest calls, run as statements prepared once per connection and
 executed through libpq directly.
 
-A single ``send()`` is one call of ``txnq.append_v5``. Through a psycopg
-cursor that call cost about 60 us of client CPU more than the statement
+A single ``send()`` is one call of ``txnq.append_v5`` (and a consumer's
+acknowledgement outside a transaction one of ``txnq.ack_v3``). Through a
+psycopg cursor that call cost about 60 us of client CPU more than the statement
 itself on the machine of docs/benchmarks.md (about a third of the producer's
 CPU per send): the cursor, the prepared-statement cache's bookkeeping, the
 per-call choice of a dumper for each parameter, psycopg's generator-driven
@@ -63,7 +64,11 @@ class PreparedStatement:
 
 #: The cursor queries that have a prepared form, by the cursor query's name.
 PREPARED: dict[str, PreparedStatement] = {
-    s.instead_of: s for s in (PreparedStatement("append_prepared", "append_positional"),)
+    s.instead_of: s
+    for s in (
+        PreparedStatement("append_prepared", "append_positional"),
+        PreparedStatement("ack_lazy_prepared", "ack_lazy_positional"),
+    )
 }
 
 #: The statements prepared on each connection (forgotten with the connection).
