@@ -1,0 +1,36 @@
+"""bench/cluster.py runs end to end with tiny counts on two shards, so it cannot rot.
+
+It starts servers of its own (not the session's cluster), and asserts what the
+run produced (every measurement on both sides, a ratio for each proxy
+figure), never how fast anything was.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import cluster as bench_cluster
+from txnq.cluster.servers import missing_requirements
+
+
+def test_smoke_run_measures_direct_and_proxy(capsys: pytest.CaptureFixture[str]) -> None:
+    missing = missing_requirements()
+    if missing:
+        pytest.skip("cluster tests need " + "; ".join(missing))
+    argv = ["--shards", "2", "--messages", "400", "--single", "8", "--rounds", "1", "--json"]
+    assert bench_cluster.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+
+    assert report["messages"] == 400
+    assert report["single"] == 8
+    seen = {(f["phase"], f["side"]) for f in report["figures"]}
+    txnq_phases = ("batched", "single", "consume")
+    expected = {(phase, side) for phase in txnq_phases for side in ("direct", "proxy")}
+    assert seen == {("raw", "limit"), *expected}
+    for figure in report["figures"]:
+        assert figure["shards"] == 2
+        assert figure["msgs_per_s"] > 0
+        assert (figure["ratio"] is not None) == (figure["side"] == "proxy")
+    assert set(report["median_ratio"]) == set(txnq_phases)
