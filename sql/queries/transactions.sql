@@ -3,6 +3,12 @@
 -- name: open_txn
 SELECT tc_id, txn_seq, timeout_at FROM txnq.open_txn_v2(%(tc_id)s, %(timeout_seconds)s)
 
+-- name: open_txn_unflushed
+-- A client transaction (txnq.Transaction): its open, appends and acks commit
+-- without waiting for the WAL flush, its decision waits for all of them
+-- (open_txn_v3; docs/transactions.md, "One WAL flush per transaction").
+SELECT tc_id, txn_seq, timeout_at FROM txnq.open_txn_v3(%(tc_id)s, %(timeout_seconds)s, true)
+
 -- name: txn_limits
 SELECT tc_count, txn_max_timeout_seconds FROM txnq.txn_limits_v1()
 

@@ -63,7 +63,11 @@ class PreparedStatement:
 
 #: The cursor queries that have a prepared form, by the cursor query's name.
 PREPARED: dict[str, PreparedStatement] = {
-    s.instead_of: s for s in (PreparedStatement("append_prepared", "append_positional"),)
+    s.instead_of: s
+    for s in (
+        PreparedStatement("append_prepared", "append_positional"),
+        PreparedStatement("append_prepared_unflushed", "append_positional_unflushed"),
+    )
 }
 
 #: The statements prepared on each connection (forgotten with the connection).

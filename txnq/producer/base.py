@@ -415,7 +415,9 @@ class ProducerBase:
             (payloads, keys, properties, event_times),
             None if txn is None else (txn.txn_id.tc_id, txn.txn_id.seq),
         )
-        query = "append_positional"
+        # In a client transaction the append commits without waiting for the
+        # WAL flush: the transaction's decision waits for it (open_txn_v3).
+        query = "append_positional" if txn is None else "append_positional_unflushed"
         if deliver_at is not None:
             params = (*params, deliver_at)
             query = "append_delayed_positional"
