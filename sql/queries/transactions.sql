@@ -30,6 +30,12 @@ SELECT txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s)
 -- name: bind_txn
 SELECT txnq.bind_txn_v2(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
 
+-- name: bind_txn_unflushed
+-- bind_txn in a client transaction (open_txn_unflushed): committed without
+-- waiting for the WAL flush, as the transaction's appends and acks.
+SELECT txnq.bind_txn_v2(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy
+
 -- name: init_transactional_id
 SELECT epoch, fenced_tc_ids, fenced_txn_seqs FROM txnq.init_transactional_id_v3(%(transactional_id)s)
 

@@ -221,7 +221,7 @@ class TransactionBase:
             return
         transactional_id, epoch = transactional
         yield from self._call_plan(
-            "bind_txn", {"transactional_id": transactional_id, "epoch": epoch}
+            "bind_txn_unflushed", {"transactional_id": transactional_id, "epoch": epoch}
         )
         self._bound = transactional
 
