@@ -14,15 +14,15 @@ SELECT tc_count, txn_max_timeout_seconds FROM txnq.txn_limits_v1()
 
 -- name: end_txn
 SELECT state, reason
-  FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, %(notify)s)
+  FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, %(notify)s)
 
 -- name: end_and_complete_txn
 -- Decision and marker phase in one statement, so one PostgreSQL transaction
--- and one commit: the client's commit(wait=True) / abort(). end_txn_v2 (in
+-- and one commit: the client's commit(wait=True) / abort(). end_txn_v3 (in
 -- FROM) runs first; complete_txn_v2's statements then see its decision. If
 -- anything fails, nothing is decided and the call can be repeated.
 SELECT e.state, e.reason, txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s) AS final_state
-  FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
+  FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
 
 -- name: complete_txn
 SELECT txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s)
@@ -79,4 +79,4 @@ SELECT id, topic, partition, first_offset, max_read_offset, state, opened_at, ti
   FROM txnq.txn_find_hanging_v1(%(grace_seconds)s)
 
 -- name: txn_admin_abort
-SELECT state, reason FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, false, 'admin', true)
+SELECT state, reason FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, false, 'admin', true)
