@@ -14,7 +14,7 @@ from typing import LiteralString, Protocol
 import psycopg
 
 from txnq import errors
-from txnq.database.plans import Call, Plan, Reconnect
+from txnq.database.plans import Call, Plan
 from txnq.database.queries import QUERIES
 from txnq.durations import Duration, parse_duration
 from txnq.settings import Settings
@@ -70,14 +70,7 @@ class ClientBase:
         tc_id = next(self._tc_cycle) % tc_count
         # Unflushed: the open, appends and acks of the transaction commit
         # without waiting for the WAL flush; its decision waits for them all.
-        try:
-            row = yield Call("open_txn_unflushed", {"tc_id": tc_id, "timeout_seconds": seconds})
-        except psycopg.OperationalError:
-            # A pooled connection that died a moment ago (pooled connections
-            # are pinged only after a second idle): once more on a new one.
-            # Had the lost call opened one, it holds nothing and times out.
-            yield Reconnect()
-            row = yield Call("open_txn_unflushed", {"tc_id": tc_id, "timeout_seconds": seconds})
+        row = yield Call("open_txn_unflushed", {"tc_id": tc_id, "timeout_seconds": seconds})
         assert row is not None
         return TxnId(row[0], row[1]), seconds, row[2]
 

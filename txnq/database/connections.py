@@ -9,15 +9,13 @@ data-path call is one statement is one round trip.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from sqlalchemy import URL, Engine, create_engine, event, make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy import URL, Engine, create_engine, make_url
 
 from txnq import errors
 
@@ -85,47 +83,18 @@ def libpq_dsn(dsn: str) -> str:
     return sqlalchemy_url(dsn).set(drivername="postgresql").render_as_string(False)
 
 
-#: A pooled connection idle for longer than this is pinged when it is
-#: checked out again; one returned to the pool more recently is not. Pinging
-#: every checkout (SQLAlchemy's pool_pre_ping) cost every client call that
-#: checks a connection out a round trip of its own: a transaction's open and
-#: its commit() each paid one (about 1 ms of a loaded commit's 4-6 ms).
-PING_IDLE_SECONDS = 1.0
-
-
 def create_engine_for(dsn: str, *, pool_size: int = 5, application_name: str = "txnq") -> Engine:
     url = sqlalchemy_url(dsn)
     if "application_name" not in url.query:
         url = url.update_query_dict({"application_name": application_name})
-    engine = create_engine(
+    return create_engine(
         url,
         isolation_level="AUTOCOMMIT",
         pool_size=pool_size,
         max_overflow=pool_size * 4,
+        pool_pre_ping=True,
         pool_recycle=3600,
     )
-    event.listen(engine, "checkin", _idle_since)
-    event.listen(engine, "checkout", _ping_if_idle)
-    return engine
-
-
-def _idle_since(dbapi_connection: Any, record: Any) -> None:
-    record.info["txnq_idle_since"] = time.monotonic()
-
-
-def _ping_if_idle(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """Ping a connection that sat in the pool for more than PING_IDLE_SECONDS
-    (a new one, or one used a moment ago, is not): a dead one is replaced by
-    the pool (SQLAlchemy's DisconnectionError). A connection that died within
-    that second fails its statement, and the callers that retry (the plans'
-    Reconnect) take a new one."""
-    idle_since = record.info.get("txnq_idle_since")
-    if idle_since is None or time.monotonic() - idle_since <= PING_IDLE_SECONDS:
-        return
-    try:
-        dbapi_connection.execute("SELECT 1")
-    except psycopg.Error as exc:
-        raise DisconnectionError(str(exc)) from exc
 
 
 def connect(dsn: str, *, application_name: str = "txnq") -> psycopg.Connection[Any]:
