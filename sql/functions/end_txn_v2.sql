@@ -1,4 +1,4 @@
--- txnq.end_txn_v2: superseded by revision 0025; kept for the clients of
+-- txnq.end_txn_v2: superseded by revision 0026; kept for the clients of
 -- earlier revisions (and the Spark sink, and SQL callers) as a thin wrapper
 -- of txnq.end_txn_v3 (same signature and result).
 CREATE OR REPLACE FUNCTION txnq.end_txn_v2(

@@ -1,5 +1,5 @@
 -- txnq.open_txn_v3: open a transaction on one coordinator (protocol step 1).
--- Revision 0025: what changed from open_txn_v2 (now its wrapper): with
+-- Revision 0026: what changed from open_txn_v2 (now its wrapper): with
 -- p_unflushed the transaction's writes may commit without waiting for the
 -- WAL flush (docs/transactions.md, "One WAL flush per transaction"): this
 -- open itself does (synchronous_commit off for the calling transaction,

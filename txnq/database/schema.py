@@ -235,14 +235,14 @@ coordinators = Table(
     Column("next_txn_seq", BigInteger, nullable=False),
     Column("owner", Text),
     Column("owned_since", TZ),
-    # Revision 0025: numbers are handed out up to reserved_txn_seq, a block
+    # Revision 0026: numbers are handed out up to reserved_txn_seq, a block
     # reserved durably; incarnation: the server incarnation of the last open.
     Column("reserved_txn_seq", BigInteger, nullable=False, server_default=text("0")),
     Column("incarnation", UUID),
     postgresql_with={"fillfactor": 50},
 )
 
-# Revision 0025: the server's incarnation, one row in an UNLOGGED table that
+# Revision 0026: the server's incarnation, one row in an UNLOGGED table that
 # crash recovery empties (docs/transactions.md, "One WAL flush per transaction").
 server_incarnation = Table(
     "server_incarnation",
@@ -276,7 +276,7 @@ transactions = Table(
     Column("producer_epoch", Integer),
     # The role that opened it (revision 0015, docs/security.md); NULL: opened before.
     Column("opened_by", OID, server_default=text("txnq.caller_role_v1()")),
-    # Revision 0025: the server incarnation of an unflushed open (NULL: durable).
+    # Revision 0026: the server incarnation of an unflushed open (NULL: durable).
     Column("incarnation", UUID),
     Index("transactions_open_by_timeout", "timeout_at"),
     Index("transactions_deciding", "tc_id", "txn_seq"),

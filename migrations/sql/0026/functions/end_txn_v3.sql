@@ -1,6 +1,6 @@
 -- txnq.end_txn_v3: decide a transaction (protocol step 5, the point of no
 -- return): OPEN -> COMMITTING or ABORTING, as Kafka's PREPARE_COMMIT/ABORT.
--- Revision 0025: what changed from end_txn_v2 (now its wrapper, same
+-- Revision 0026: what changed from end_txn_v2 (now its wrapper, same
 -- signature): a commit of a transaction opened with unflushed writes
 -- (txnq.open_txn_v3) in another server incarnation than the current one --
 -- PostgreSQL crashed or failed over since, and writes of the transaction

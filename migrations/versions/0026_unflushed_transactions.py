@@ -12,7 +12,7 @@ unflushed writes, so the transaction records the server's incarnation (an
 UNLOGGED row, which crash recovery empties) at its open, and end_txn_v3
 decides ABORTING (reason crash) for a commit in another incarnation.
 Transaction ids stay unique across a crash: numbers are reserved by durable
-blocks (migrations/sql/0025/schema/0025_unflushed_transactions.sql and
+blocks (migrations/sql/0026/schema/0026_unflushed_transactions.sql and
 docs/transactions.md say more).
 
 open_txn_v2 and end_txn_v2 become wrappers of the v3 functions; open_txn_v2
@@ -22,8 +22,8 @@ grant_roles_v5 runs at the end (CREATE OR REPLACE resets SECURITY DEFINER
 and the pinned search_path). Downgrade reinstalls revision 0015's v2 bodies
 and drops what this revision added.
 
-Revision ID: 0025
-Revises: 0024
+Revision ID: 0026
+Revises: 0025
 Create Date: 2026-11-27
 """
 
@@ -33,17 +33,17 @@ from alembic import op
 
 from txnq.database.migrate import apply_sql_files
 
-revision = "0025"
-down_revision = "0024"
+revision = "0026"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "0025/schema/0025_unflushed_transactions.sql",
-    "0025/functions/open_txn_v3.sql",
-    "0025/functions/open_txn_v2.sql",
-    "0025/functions/end_txn_v3.sql",
-    "0025/functions/end_txn_v2.sql",
+    "0026/schema/0026_unflushed_transactions.sql",
+    "0026/functions/open_txn_v3.sql",
+    "0026/functions/open_txn_v2.sql",
+    "0026/functions/end_txn_v3.sql",
+    "0026/functions/end_txn_v2.sql",
 ]
 
 GRANT_ROLES = "SELECT txnq.grant_roles_v5()"

@@ -1,4 +1,4 @@
--- Revision 0025: a client transaction's writes commit without waiting for
+-- Revision 0026: a client transaction's writes commit without waiting for
 -- the WAL flush; its decision alone is durable (docs/transactions.md, "One
 -- WAL flush per transaction").
 --

@@ -1,4 +1,4 @@
--- txnq.open_txn_v2: superseded by revision 0025; kept for the clients of
+-- txnq.open_txn_v2: superseded by revision 0026; kept for the clients of
 -- earlier revisions (and the Spark sink) as a thin wrapper of
 -- txnq.open_txn_v3 that opens durably (same signature and result).
 CREATE OR REPLACE FUNCTION txnq.open_txn_v2(
