@@ -34,7 +34,8 @@ class Config:
     single: int = 2_000  # single sends, per client
     ctp_messages: int = 50_000  # transactional produce and consume-transform-produce
     seconds: float = 15.0  # time bound of each phase
-    clients: int = 4  # the multi-client single send
+    clients: int = 4  # the multi-client single send, and the commit latencies
+    commits: int = 300  # commit latencies: commits per client
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,20 @@ class PeerRun:
     skipped: dict[str, str] = field(default_factory=dict)
     storage: Storage | None = None
     notes: list[str] = field(default_factory=list)
+    # Commit latencies in ms: {"p50": ..., "p99": ..., "count": ...} per measurement.
+    latencies: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def latency_summary(seconds: list[float]) -> dict[str, float]:
+    """p50 and p99 (ms) and the count of a list of latencies in seconds."""
+    if not seconds:
+        return {"p50": float("nan"), "p99": float("nan"), "count": 0}
+    ordered = sorted(seconds)
+
+    def at(q: float) -> float:
+        return 1000 * ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return {"p50": at(0.50), "p99": at(0.99), "count": len(ordered)}
 
 
 def text_payloads(n: int) -> list[str]:

@@ -14,6 +14,7 @@ from bench.peers.common import (
     PeerRun,
     analyze,
     bounded,
+    latency_summary,
     measure_storage,
     sql_single_commits,
 )
@@ -24,6 +25,8 @@ from bench.produce_consume import (
     raw_copy,
     raw_insert_batched,
 )
+from bench.transactions import RAW_TABLE as RAW_LATENCY_TABLE
+from bench.transactions import raw_commit_latencies
 
 name = "raw"
 title = "raw PostgreSQL"
@@ -137,6 +140,12 @@ def run(dsn: str, cfg: Config, data: list[bytes], progress: Any) -> PeerRun:
         conn.execute("DROP TABLE txnq_bench_out")
         progress("DELETE … SKIP LOCKED queue")
         consumed, result.rates["delete_queue"] = delete_queue(conn, cfg, cfg.messages)
+        progress(f"single-row INSERT + COMMIT latency, {cfg.clients} clients")
+        conn.execute(RAW_LATENCY_TABLE)
+        result.latencies["commit"] = latency_summary(
+            raw_commit_latencies(dsn, cfg.clients, cfg.commits, data[0], cfg.seconds)
+        )
+        conn.execute("DROP TABLE txnq_bench_txn_raw")
     progress("storage")
     result.storage = measure_storage(dsn, consumed)
     return result

@@ -39,7 +39,7 @@ from bench.produce_consume import payloads
 PEERS: tuple[ModuleType, ...] = (raw, pgq, pgqueuer_peer, procrastinate_peer, pgmq_peer, txnq_peer)
 COMPARED = [p for p in PEERS if p is not raw]
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
-SMOKE = Config(messages=500, single=20, ctp_messages=500, seconds=30.0)
+SMOKE = Config(messages=500, single=20, ctp_messages=500, seconds=30.0, commits=20)
 # The operations the targets speak of: txnq must be ahead of every peer there.
 TARGET_OPS = ("send_single", "send_batch", "consume_ack", "consume_ack_1000", "consume_ack_shared")
 
@@ -78,6 +78,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="transactional produce and consume-transform-produce",
     )
     parser.add_argument(
+        "--commits",
+        type=int,
+        default=defaults.commits,
+        help=f"commit latencies: commits per client ({defaults.clients} clients)",
+    )
+    parser.add_argument(
         "--seconds", type=float, default=defaults.seconds, help="time bound of each phase"
     )
     parser.add_argument("--runs", type=int, default=3)
@@ -104,7 +110,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="render the report a --json run wrote to FILE instead of running",
     )
     args = parser.parse_args(argv)
-    for option in ("messages", "single", "ctp_messages", "runs"):
+    for option in ("messages", "single", "ctp_messages", "commits", "runs"):
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1")
     if args.seconds <= 0:
@@ -161,6 +167,67 @@ def aggregate(runs: list[dict[str, PeerRun]], peers: list[ModuleType]) -> dict[s
             }
         table[op.key] = row
     return table
+
+
+def transactions(runs: list[dict[str, PeerRun]]) -> dict[str, Any]:
+    """Issue 23's transaction targets on the medians of txnq's runs: its
+    transactional produce next to its own batched send of the same run,
+    consume-transform-produce next to its raw limit, and commit() p50 / p99
+    next to a raw single-row INSERT + COMMIT with as many clients."""
+    own, ctp, commit, raw_commit = [], [], [], []
+    for run in runs:
+        ours, base = run.get("txnq"), run.get("raw")
+        if ours is None:
+            continue
+        if ours.rates.get("txn_produce") and ours.rates.get("send_batch"):
+            own.append(ours.rates["txn_produce"] / ours.rates["send_batch"])
+        if base is not None and ours.rates.get("ctp") and base.rates.get("ctp"):
+            ctp.append(ours.rates["ctp"] / base.rates["ctp"])
+        if "commit" in ours.latencies:
+            commit.append(ours.latencies["commit"])
+        if base is not None and "commit" in base.latencies:
+            raw_commit.append(base.latencies["commit"])
+
+    def latency(cells: list[dict[str, float]]) -> dict[str, float | None]:
+        return {
+            "p50": median([c["p50"] for c in cells]),
+            "p99": median([c["p99"] for c in cells]),
+            "count": sum(c["count"] for c in cells),
+        }
+
+    return {
+        "txn_produce_of_send_batch": median(own),
+        "ctp_of_limit": median(ctp),
+        "commit_ms": latency(commit),
+        "raw_commit_ms": latency(raw_commit),
+    }
+
+
+def transaction_lines(report: dict[str, Any]) -> list[str]:
+    txn = report.get("transactions") or {}
+    lines = []
+    own = txn.get("txn_produce_of_send_batch")
+    if own is not None:
+        lines.append(
+            f"txn_produce: {own:.2f}x of txnq's own batched send (target >= 0.8x)"
+            + ("" if own >= 0.8 else " NOT met")
+        )
+    ctp = txn.get("ctp_of_limit")
+    if ctp is not None:
+        lines.append(
+            f"ctp: {ctp:.2f}x of its raw limit (target >= 0.6x)"
+            + ("" if ctp >= 0.6 else " NOT met")
+        )
+    ours, raw_ms = txn.get("commit_ms") or {}, txn.get("raw_commit_ms") or {}
+    if ours.get("p50") is not None and raw_ms.get("p50"):
+        ratio = ours["p50"] / raw_ms["p50"]
+        lines.append(
+            f"commit() p50 {ours['p50']:.2f} ms, p99 {ours['p99']:.2f} ms "
+            f"({ours['count']:,} commits); raw INSERT+COMMIT p50 {raw_ms['p50']:.2f} ms, "
+            f"p99 {raw_ms['p99']:.2f} ms: p50 {ratio:.2f}x (target <= 2x)"
+            + ("" if ratio <= 2 else " NOT met")
+        )
+    return lines
 
 
 def verdicts(medians: dict[str, Any], peers: list[ModuleType]) -> list[str]:
@@ -273,6 +340,8 @@ def render(console: Console, report: dict[str, Any], peers: list[ModuleType]) ->
         console.print(f"[red]failed {name}[/]: {error}")
     for line in report["targets"]:
         console.print(line)
+    for line in transaction_lines(report):
+        console.print(line)
 
 
 def markdown(report: dict[str, Any], peers: list[ModuleType]) -> str:
@@ -324,6 +393,9 @@ def markdown(report: dict[str, Any], peers: list[ModuleType]) -> str:
                 number = value["table_bytes"] + value["index_bytes"] if key is None else value[key]
                 cells.append(fmt(number))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    extra = transaction_lines(report)
+    if extra:
+        lines += ["", *(f"- {line}" for line in extra)]
     return "\n".join(lines)
 
 
@@ -346,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             messages=args.messages,
             single=args.single,
             ctp_messages=args.ctp_messages,
+            commits=args.commits,
             seconds=args.seconds,
         )
     server = txnq.database.connections.libpq_dsn(args.dsn)
@@ -426,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         "op_skips": op_skips,
         "errors": errors,
         "targets": verdicts(medians, shown),
+        "transactions": transactions(runs),
     }
     if args.json:
         print(json.dumps(report, indent=2))

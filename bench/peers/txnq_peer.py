@@ -14,13 +14,20 @@ from bench.peers.common import (
     Skipped,
     analyze,
     bounded,
+    latency_summary,
     measure_storage,
     overall,
     single_phases,
     timed,
 )
 from bench.produce_consume import PARTITIONS, txnq_consume, txnq_produce_batched
-from bench.transactions import concurrently, consume_transform_produce, fill, produce_transactional
+from bench.transactions import (
+    commit_latencies,
+    concurrently,
+    consume_transform_produce,
+    fill,
+    produce_transactional,
+)
 from txnq.database.migrate import upgrade
 
 name = "txnq"
@@ -89,7 +96,7 @@ def run(dsn: str, cfg: Config, data: list[bytes], progress: Any) -> PeerRun:
     topic = "bench"
     with txnq.Client(dsn) as client:
         client.admin.create_topic(topic, partitions=PARTITIONS)
-        for extra in ("txn", "ctp-in", "ctp-out"):
+        for extra in ("txn", "ctp-in", "ctp-out", "latency"):
             client.admin.create_topic(extra, partitions=PARTITIONS)
         sent_single = single_phases(
             result,
@@ -131,4 +138,8 @@ def run(dsn: str, cfg: Config, data: list[bytes], progress: Any) -> PeerRun:
             )
         except SystemExit as exc:  # the helper's way of saying it ran out of time
             result.skipped["ctp"] = str(exc)
+    progress(f"commit() latency, {cfg.clients} clients")
+    result.latencies["commit"] = latency_summary(
+        commit_latencies(dsn, "latency", cfg.clients, cfg.commits, data[0], cfg.seconds)
+    )
     return result

@@ -1,24 +1,6 @@
--- txnq.end_txn_v2: decide a transaction (protocol step 5, the point of no
--- return): OPEN -> COMMITTING or ABORTING, as Kafka's PREPARE_COMMIT/ABORT.
--- v2 (revision 0015) refuses NULL arguments (v1 aborted a transaction asked
--- to "commit NULL") and checks the caller's permission on the transaction;
--- end_txn_v1 becomes a wrapper of it.
---
--- Parameters: (tc_id, txn_seq), commit (true: commit, false: abort), reason
---   ('client' or 'admin'), notify (wake the coordinator workers: set it when
---   the caller will not run the marker phase itself); none of them NULL.
--- Returns one row: state and reason after the call. Idempotent: a repeated
---   decision returns the current state. A commit asked of a transaction past its
---   timeout decides ABORTING (reason timeout) instead; a commit of an aborted
---   transaction or an abort of a committed one changes nothing and returns the
---   state that stands: the caller reports it.
--- Permissions: txnq.authorize_txn_v1 once the transaction is found, before
---   anything is changed.
--- Locks: the transaction row FOR UPDATE: waits for the appends and acks in flight
---   (they hold it FOR SHARE), so every partition and subscription they registered
---   is in the transaction log before the decision is.
--- Errors: TQ014 unknown transaction, TQ005 NULL argument or bad reason, TQ018
---   not permitted.
+-- txnq.end_txn_v2: superseded by revision 0026; kept for the clients of
+-- earlier revisions (and the Spark sink, and SQL callers) as a thin wrapper
+-- of txnq.end_txn_v3 (same signature and result).
 CREATE OR REPLACE FUNCTION txnq.end_txn_v2(
     p_tc_id integer,
     p_txn_seq bigint,
@@ -28,47 +10,6 @@ CREATE OR REPLACE FUNCTION txnq.end_txn_v2(
     OUT state text,
     OUT reason text
 )
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_timeout_at timestamptz;
-BEGIN
-    IF p_tc_id IS NULL OR p_txn_seq IS NULL OR p_commit IS NULL OR p_notify IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('end_txn_v2: tc_id (%s), txn_seq (%s), commit (%s) and notify (%s) must not be NULL',
-                             coalesce(p_tc_id::text, 'NULL'), coalesce(p_txn_seq::text, 'NULL'),
-                             coalesce(p_commit::text, 'NULL'), coalesce(p_notify::text, 'NULL')),
-            HINT = 'pass the transaction id and commit true (commit) or false (abort); nothing was decided';
-    END IF;
-    IF p_reason IS NULL OR p_reason NOT IN ('client', 'admin') THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ005',
-            MESSAGE = format('end_txn_v2: reason must be client or admin, not %s',
-                             coalesce(quote_literal(p_reason), 'NULL')),
-            HINT = 'a client ends its transactions with reason client; nothing was decided';
-    END IF;
-    SELECT t.state, t.reason, t.timeout_at INTO state, reason, v_timeout_at
-      FROM txnq.transactions t WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ014',
-            MESSAGE = format('transaction %s:%s does not exist', p_tc_id, p_txn_seq),
-            HINT = 'pass the id txnq.open_txn_v2 returned; nothing was decided';
-    END IF;
-    PERFORM txnq.authorize_txn_v1(p_tc_id, p_txn_seq);
-    IF state <> 'OPEN' THEN
-        RETURN;
-    END IF;
-    IF p_commit AND v_timeout_at <= now() THEN
-        state := 'ABORTING';
-        reason := 'timeout';
-    ELSE
-        state := CASE WHEN p_commit THEN 'COMMITTING' ELSE 'ABORTING' END;
-        reason := p_reason;
-    END IF;
-    UPDATE txnq.transactions t SET state = end_txn_v2.state, reason = end_txn_v2.reason, decided_at = now()
-     WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq;
-    INSERT INTO txnq.txn_log (tc_id, txn_seq, state, reason) VALUES (p_tc_id, p_txn_seq, state, reason);
-    IF p_notify THEN
-        PERFORM pg_notify('txnq_coordinator', p_tc_id::text);
-    END IF;
-END;
+LANGUAGE sql AS $$
+    SELECT e.state, e.reason FROM txnq.end_txn_v3(p_tc_id, p_txn_seq, p_commit, p_reason, p_notify) e
 $$;

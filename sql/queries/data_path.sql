@@ -13,6 +13,15 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
   FROM txnq.append_v5(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
 
+-- name: append_positional_unflushed
+-- append_positional in a client transaction: committed without waiting for
+-- the WAL flush (synchronous_commit off for this statement's transaction
+-- only); the transaction's decision waits for it (open_txn_unflushed in
+-- transactions.sql says why that is safe).
+SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy,
+       txnq.append_v5(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s) AS a
+
 -- name: roll_entry_log
 SELECT txnq.roll_entry_log_v3(%(force)s)
 

@@ -18,3 +18,11 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
 SELECT txnq.ack_v3($1::integer, $2::integer, $3::bigint, $4::bigint, $5::bigint[], $6::integer[],
                    $7::integer[], $8::integer, $9::integer, $10::integer, $11::bigint)
   FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy
+
+-- name: append_prepared_unflushed
+-- append_positional_unflushed (data_path.sql) as a prepared statement: the
+-- parameters of append_prepared; committed without waiting for the WAL flush.
+SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy,
+       txnq.append_v5($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
+                      $7::bytea[], $8::text[]::jsonb[], $9::timestamptz[], $10::integer, $11::bigint) AS a

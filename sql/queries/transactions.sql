@@ -3,26 +3,38 @@
 -- name: open_txn
 SELECT tc_id, txn_seq, timeout_at FROM txnq.open_txn_v2(%(tc_id)s, %(timeout_seconds)s)
 
+-- name: open_txn_unflushed
+-- A client transaction (txnq.Transaction): its open, appends and acks commit
+-- without waiting for the WAL flush, its decision waits for all of them
+-- (open_txn_v3; docs/transactions.md, "One WAL flush per transaction").
+SELECT tc_id, txn_seq, timeout_at FROM txnq.open_txn_v3(%(tc_id)s, %(timeout_seconds)s, true)
+
 -- name: txn_limits
 SELECT tc_count, txn_max_timeout_seconds FROM txnq.txn_limits_v1()
 
 -- name: end_txn
 SELECT state, reason
-  FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, %(notify)s)
+  FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, %(notify)s)
 
 -- name: end_and_complete_txn
 -- Decision and marker phase in one statement, so one PostgreSQL transaction
--- and one commit: the client's commit(wait=True) / abort(). end_txn_v2 (in
+-- and one commit: the client's commit(wait=True) / abort(). end_txn_v3 (in
 -- FROM) runs first; complete_txn_v2's statements then see its decision. If
 -- anything fails, nothing is decided and the call can be repeated.
 SELECT e.state, e.reason, txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s) AS final_state
-  FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
+  FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
 
 -- name: complete_txn
 SELECT txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s)
 
 -- name: bind_txn
 SELECT txnq.bind_txn_v2(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
+
+-- name: bind_txn_unflushed
+-- bind_txn in a client transaction (open_txn_unflushed): committed without
+-- waiting for the WAL flush, as the transaction's appends and acks.
+SELECT txnq.bind_txn_v2(%(txn_tc)s, %(txn_seq)s, %(transactional_id)s, %(epoch)s)
+  FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy
 
 -- name: init_transactional_id
 SELECT epoch, fenced_tc_ids, fenced_txn_seqs FROM txnq.init_transactional_id_v3(%(transactional_id)s)
@@ -67,4 +79,4 @@ SELECT id, topic, partition, first_offset, max_read_offset, state, opened_at, ti
   FROM txnq.txn_find_hanging_v1(%(grace_seconds)s)
 
 -- name: txn_admin_abort
-SELECT state, reason FROM txnq.end_txn_v2(%(txn_tc)s, %(txn_seq)s, false, 'admin', true)
+SELECT state, reason FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, false, 'admin', true)

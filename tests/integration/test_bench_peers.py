@@ -57,6 +57,13 @@ def test_smoke_run_reports_every_peer(
     for key in ("send_single", "send_batch", "consume_ack", "txn_produce", "ctp"):
         assert operations[key]["txnq"]["msgs_per_s"] is not None, key
 
+    # Commit latencies of txnq next to raw INSERT + COMMIT, from the same run.
+    transactions = report["transactions"]
+    for key in ("commit_ms", "raw_commit_ms"):
+        assert transactions[key]["count"] > 0, key
+        assert 0 < transactions[key]["p50"] <= transactions[key]["p99"], key
+    assert transactions["txn_produce_of_send_batch"] > 0
+
     # Every peer either ran (its sends and consume measured, storage taken
     # after it consumed what it was sent) or is reported skipped with a reason.
     for peer in runner.COMPARED:

@@ -59,7 +59,10 @@ def test_the_lazy_ack_turns_synchronous_commit_off_for_its_own_transaction_only(
     assert sql_value(dsn, "SELECT mark_delete_offset FROM txnq.cursors WHERE partition = 0") == 1
 
 
-def test_acks_outside_a_transaction_are_lazy_unless_durable_acks(client: txnq.Client) -> None:
+def test_acks_are_lazy_unless_durable_acks_outside_a_transaction(client: txnq.Client) -> None:
+    """In a transaction every ack is lazy: the decision's flush makes it
+    durable, and a crash before the decision aborts the commit
+    (test_transaction_crashes.py)."""
     with (
         client.subscribe("acks", "lazy", initial_position="earliest", **FAST) as lazy,
         client.subscribe(
@@ -68,10 +71,11 @@ def test_acks_outside_a_transaction_are_lazy_unless_durable_acks(client: txnq.Cl
         client.subscribe("acks", "shared", "shared", initial_position="earliest") as shared,
     ):
         assert lazy._delivery.ack_query("ack", False) == "ack_lazy"
-        assert lazy._delivery.ack_query("ack", True) == "ack"  # in a transaction
+        assert lazy._delivery.ack_query("ack", True) == "ack_lazy"  # in a transaction
         assert durable._delivery.ack_query("ack", False) == "ack"
+        assert durable._delivery.ack_query("ack", True) == "ack_lazy"
         assert shared._delivery.ack_query("ack_shared", False) == "ack_shared_lazy"
-        assert shared._delivery.ack_query("ack_shared", True) == "ack_shared"
+        assert shared._delivery.ack_query("ack_shared", True) == "ack_shared_lazy"
 
 
 @pytest.mark.parametrize("durable_acks", [False, True])

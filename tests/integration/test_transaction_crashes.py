@@ -221,3 +221,113 @@ def test_postgresql_crash_in_the_marker_phase(tmp_path: Path) -> None:
             assert_nothing_more(reader)
     finally:
         server.stop()
+
+
+def test_a_commit_after_postgresql_crashed_aborts_the_transaction(tmp_path: Path) -> None:
+    """A client transaction's appends and acks commit without waiting for the
+    WAL flush, so a crash of PostgreSQL may lose them: the crash recovery
+    empties the UNLOGGED txnq.server_incarnation, and a commit of a
+    transaction opened before it aborts (reason crash) instead of committing
+    what may be half of the work. A transaction opened afterwards commits."""
+    server = EmbeddedServer(tmp_path / "crashing", port=free_tcp_port())
+    dsn = server.start()
+    try:
+        upgrade(dsn)
+        with txnq.Client(dsn) as client:
+            client.admin.create_topic("out", partitions=3)
+            with client.producer("out") as producer:
+                txn = client.new_transaction()
+                for partition in range(3):
+                    producer.send(f"lost{partition}", partition=partition, txn=txn)
+
+                server.stop(immediate=True)
+                server.start()
+
+                with pytest.raises(txnq.errors.TransactionAbortedError, match="crash"):
+                    txn.commit()
+            assert txn.state == "ABORTED"
+            assert sql(dsn, "SELECT state, reason FROM txnq.transactions") == [("ABORTED", "crash")]
+
+            with client.producer("out") as producer:
+                after = client.new_transaction()
+                for partition in range(3):
+                    producer.send(f"kept{partition}", partition=partition, txn=after)
+                after.commit()
+            reader = client.subscribe("out", "r", initial_position="earliest", **FAST)
+            assert sorted(m.value for m in receive_messages(reader, 3)) == [
+                b"kept0",
+                b"kept1",
+                b"kept2",
+            ]
+            assert_nothing_more(reader)
+            reader.close()
+    finally:
+        server.stop()
+
+
+def test_transaction_ids_are_not_handed_out_again_after_a_crash(dsn: str) -> None:
+    """An open in a client transaction commits without waiting for the flush,
+    so a crash may lose it while its client still holds the id. A coordinator
+    hands out numbers only inside a block reserved durably, and the first open
+    after a crash (a new incarnation) starts above the block: the lost id is
+    never given to another transaction, which the lost one's late writes
+    could otherwise land in."""
+    opened = sql(dsn, "SELECT txn_seq FROM txnq.open_txn_v3(0, 60, true)")[0][0]
+    # What a crash that lost this open leaves: the coordinator's number back
+    # where it was, no transaction row, an empty incarnation table.
+    sql(dsn, "DELETE FROM txnq.txn_log WHERE tc_id = 0 AND txn_seq = %s", (opened,))
+    sql(dsn, "DELETE FROM txnq.transactions WHERE tc_id = 0 AND txn_seq = %s", (opened,))
+    sql(dsn, "UPDATE txnq.coordinators SET next_txn_seq = %s WHERE tc_id = 0", (opened,))
+    sql(dsn, "TRUNCATE txnq.server_incarnation")
+
+    again = sql(dsn, "SELECT txn_seq FROM txnq.open_txn_v3(0, 60, true)")[0][0]
+    assert again > opened
+    reserved = sql_value(dsn, "SELECT reserved_txn_seq FROM txnq.coordinators WHERE tc_id = 0")
+    assert again <= reserved
+    # Without a crash, numbers follow each other.
+    assert sql(dsn, "SELECT txn_seq FROM txnq.open_txn_v3(0, 60, true)")[0][0] == again + 1
+
+
+def test_a_durably_opened_transaction_is_not_aborted_for_a_new_incarnation(dsn: str) -> None:
+    """open_txn_v2 (the Spark sink, SQL callers) writes durably: its commit
+    does not depend on the incarnation."""
+    tc_id, txn_seq = sql(dsn, "SELECT tc_id, txn_seq FROM txnq.open_txn_v2(1, 60)")[0]
+    sql(dsn, "TRUNCATE txnq.server_incarnation")
+    assert sql(
+        dsn, "SELECT state, reason FROM txnq.end_txn_v2(%s, %s, true)", (tc_id, txn_seq)
+    ) == [("COMMITTING", "client")]
+
+
+def test_a_producer_goes_on_after_a_crash_lost_its_unflushed_appends(dsn: str) -> None:
+    """A crash that loses a transaction's unflushed append also takes the
+    producer's sequence back on the server: the producer's next append finds
+    a gap, takes the server's sequences again (the lost messages belong to a
+    transaction that cannot commit) and is written, instead of failing for good."""
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("lossy", partitions=1)
+        with client.producer("lossy") as producer:
+            producer.send("before")
+            state = "last_sequence, recent_first_sequences, recent_offsets, recent_counts"
+            before = sql(dsn, f"SELECT {state} FROM txnq.producer_sequences")
+            assert len(before) == 1
+            txn = client.new_transaction()
+            producer.send("lost", txn=txn)
+            # What the crash leaves: the sequence row as before the append,
+            # and a new incarnation.
+            sql(dsn, f"UPDATE txnq.producer_sequences SET ({state}) = (%s, %s, %s, %s)", before[0])
+            sql(dsn, "TRUNCATE txnq.server_incarnation")
+            with pytest.raises(txnq.errors.TransactionAbortedError, match="crash"):
+                txn.commit()
+
+            producer.send("after")
+            again = client.new_transaction()
+            producer.send("in a transaction", txn=again)
+            again.commit()
+        reader = client.subscribe("lossy", "r", initial_position="earliest", **FAST)
+        assert [m.value for m in receive_messages(reader, 3)] == [
+            b"before",
+            b"after",
+            b"in a transaction",
+        ]
+        assert_nothing_more(reader)
+        reader.close()

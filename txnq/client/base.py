@@ -68,7 +68,9 @@ class ClientBase:
                 f"{max_timeout:g}s: shorten it, or raise TXNQ_TXN_MAX_TIMEOUT and run txnq migrate"
             )
         tc_id = next(self._tc_cycle) % tc_count
-        row = yield Call("open_txn", {"tc_id": tc_id, "timeout_seconds": seconds})
+        # Unflushed: the open, appends and acks of the transaction commit
+        # without waiting for the WAL flush; its decision waits for them all.
+        row = yield Call("open_txn_unflushed", {"tc_id": tc_id, "timeout_seconds": seconds})
         assert row is not None
         return TxnId(row[0], row[1]), seconds, row[2]
 

@@ -52,12 +52,17 @@ class Delivery(abc.ABC):
         three times ``wal_writer_delay``) may be lost, and those messages
         delivered again: at least once, as Pulsar (which persists a cursor's
         position at most once a second) and Kafka (which commits offsets every
-        five seconds by default) do. An acknowledgement in a transaction always
-        waits: the transaction's commit does (and WAL is flushed in order, so
-        every lazy ack before a durable commit is durable with it)."""
-        if in_transaction or self.consumer._durable_acks:
-            return name
-        return f"{name}_lazy"
+        five seconds by default) do.
+
+        An acknowledgement in a (client) transaction takes the lazy form too,
+        whatever ``durable_acks`` says, and gives up nothing: only the
+        transaction's decision waits for the flush, and WAL is flushed in
+        order, so every pending ack before it is durable with it; a crash
+        before the decision makes the commit abort (reason crash,
+        docs/transactions.md, "One WAL flush per transaction")."""
+        if in_transaction or not self.consumer._durable_acks:
+            return f"{name}_lazy"
+        return name
 
     # -- receiving ----------------------------------------------------------
 

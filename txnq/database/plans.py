@@ -191,8 +191,16 @@ def _step(step: Step, io: SyncIO) -> Any:
     if isinstance(step, Batch):
         conn = io.connection()
         if step.atomic:
-            with conn.transaction():
-                results = [_call(conn, call) for call in step.calls]
+            # Pipelined: BEGIN and the calls go in one round trip, COMMIT (or
+            # the ROLLBACK of a failed check) in a second, instead of one
+            # each (a transactional cumulative ack: 4 round trips before).
+            with conn.pipeline() as pipeline, conn.transaction():
+                cursors = [_pipelined(conn, call) for call in step.calls]
+                pipeline.sync()
+                results = [
+                    _shape(_rows(cur, c) if _returns_rows(cur) else None, c.result)
+                    for cur, c in cursors
+                ]
                 if step.check is not None:
                     step.check(results)
             return results
@@ -225,6 +233,15 @@ def _step(step: Step, io: SyncIO) -> Any:
             io.wait_room(step.timeout)
         return None
     raise TypeError(f"not a plan step: {step!r}")
+
+
+def _pipelined(conn: psycopg.Connection[Any], call: Call) -> tuple[psycopg.Cursor[Any], Call]:
+    """Queue ``call`` on ``conn`` in pipeline mode; its cursor, read after a sync."""
+    cur = conn.cursor(binary=call.binary)
+    if call.messages:
+        use_message_loaders(cur)
+    cur.execute(QUERIES[call.name], call.params)
+    return cur, call
 
 
 def _call(conn: psycopg.Connection[Any], call: Call) -> Any:
@@ -261,8 +278,20 @@ async def _astep(step: Step, io: AsyncIO) -> Any:
     if isinstance(step, Batch):
         conn = await io.connection()
         if step.atomic:
-            async with conn.transaction():
-                results = [await _acall(conn, call) for call in step.calls]
+            # Pipelined, as in _step.
+            async with conn.pipeline() as pipeline, conn.transaction():
+                cursors = []
+                for call in step.calls:
+                    cur = conn.cursor(binary=call.binary)
+                    if call.messages:
+                        use_message_loaders(cur)
+                    await cur.execute(QUERIES[call.name], call.params)
+                    cursors.append((cur, call))
+                await pipeline.sync()
+                results = [
+                    _shape(await _arows(cur, c) if _returns_rows(cur) else None, c.result)
+                    for cur, c in cursors
+                ]
                 if step.check is not None:
                     step.check(results)
             return results

@@ -68,6 +68,7 @@ PREPARED: dict[str, PreparedStatement] = {
     for s in (
         PreparedStatement("append_prepared", "append_positional"),
         PreparedStatement("ack_lazy_prepared", "ack_lazy_positional"),
+        PreparedStatement("append_prepared_unflushed", "append_positional_unflushed"),
     )
 }
 

@@ -23,7 +23,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, OID, TIMESTAMP
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, OID, TIMESTAMP, UUID
 from sqlalchemy.dialects.postgresql import base as postgresql_base
 from sqlalchemy.types import UserDefinedType
 
@@ -235,7 +235,22 @@ coordinators = Table(
     Column("next_txn_seq", BigInteger, nullable=False),
     Column("owner", Text),
     Column("owned_since", TZ),
+    # Revision 0026: numbers are handed out up to reserved_txn_seq, a block
+    # reserved durably; incarnation: the server incarnation of the last open.
+    Column("reserved_txn_seq", BigInteger, nullable=False, server_default=text("0")),
+    Column("incarnation", UUID),
     postgresql_with={"fillfactor": 50},
+)
+
+# Revision 0026: the server's incarnation, one row in an UNLOGGED table that
+# crash recovery empties (docs/transactions.md, "One WAL flush per transaction").
+server_incarnation = Table(
+    "server_incarnation",
+    metadata,
+    Column("singleton", Boolean, primary_key=True, server_default=text("true")),
+    Column("incarnation", UUID, nullable=False, server_default=text("gen_random_uuid()")),
+    Column("since", TZ, nullable=False, server_default=text("now()")),
+    prefixes=["UNLOGGED"],
 )
 
 transactional_ids = Table(
@@ -261,6 +276,8 @@ transactions = Table(
     Column("producer_epoch", Integer),
     # The role that opened it (revision 0015, docs/security.md); NULL: opened before.
     Column("opened_by", OID, server_default=text("txnq.caller_role_v1()")),
+    # Revision 0026: the server incarnation of an unflushed open (NULL: durable).
+    Column("incarnation", UUID),
     Index("transactions_open_by_timeout", "timeout_at"),
     Index("transactions_deciding", "tc_id", "txn_seq"),
     Index("transactions_open_by_transactional_id", "transactional_id"),

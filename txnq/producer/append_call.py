@@ -16,6 +16,11 @@ BACKLOG_QUOTA_HOLD = "TQ017"
 #: SQLSTATE of append_v5 for an invalid argument, among them a producer id
 #: the history purge forgot (docs/lifecycle.md, "Every table bounded").
 INVALID_ARGUMENT = "TQ005"
+#: SQLSTATE of append_v5 for a sequence that skips ahead: after a crash of
+#: PostgreSQL, the unflushed appends of a transaction may be lost (that
+#: transaction cannot commit any more, see txnq.open_txn_v3), and the
+#: producer's next sequence with them.
+OUT_OF_ORDER_SEQUENCE = "TQ003"
 HOLD_RECHECK_MIN_SECONDS = 0.05
 HOLD_RECHECK_MAX_SECONDS = 1.0
 

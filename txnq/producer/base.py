@@ -59,6 +59,7 @@ from txnq.producer.append_call import (
     HOLD_RECHECK_MAX_SECONDS,
     HOLD_RECHECK_MIN_SECONDS,
     INVALID_ARGUMENT,
+    OUT_OF_ORDER_SEQUENCE,
     append_arguments,
 )
 from txnq.producer.batch import EntryBatch
@@ -119,6 +120,9 @@ class ProducerBase:
         self._topic = topic
         self.topic = topic.name
         self._transactional: tuple[str, int] | None = None
+        # Partitions with transactional appends not flushed yet as far as this
+        # producer knows (they committed with synchronous_commit off).
+        self._unflushed: set[int] = set()
         if transactional_id is not None:
             transactional_id = validate_name(transactional_id, "transactional id")
             name = transactional_id if name is None else name
@@ -424,7 +428,9 @@ class ProducerBase:
             (payloads, keys, properties, event_times),
             None if txn is None else (txn.txn_id.tc_id, txn.txn_id.seq),
         )
-        query = "append_positional"
+        # In a client transaction the append commits without waiting for the
+        # WAL flush: the transaction's decision waits for it (open_txn_v3).
+        query = "append_positional" if txn is None else "append_positional_unflushed"
         if deliver_at is not None:
             params = (*params, deliver_at)
             query = "append_delayed_positional"
@@ -449,11 +455,15 @@ class ProducerBase:
                 delay = min(delay * 2, 1.0)
                 yield Reconnect()
             except psycopg.Error as exc:
-                if not reregistered and self._expired(exc):
+                if not reregistered and (
+                    self._expired(exc) or self._lost_unflushed(exc, partition)
+                ):
                     # The history purge forgot this producer after it sat idle
                     # for PRODUCER_EXPIRY_SECONDS (Kafka's producer id
-                    # expiration): register again and send the batch, never
-                    # written, under the new id.
+                    # expiration), or a crash of PostgreSQL lost unflushed
+                    # appends of a transaction (which cannot commit now):
+                    # register again and send the batch, never written, from
+                    # the sequences the server has.
                     reregistered = True
                     yield from self._register_plan()
                     first_sequence = self._next_sequence.get(partition, 0)
@@ -485,6 +495,11 @@ class ProducerBase:
         assert row is not None
         offset, _publish_time, _duplicate, roll_entry_log = row
         self._next_sequence[partition] = first_sequence + len(payloads)
+        if txn is None:
+            # A durable commit flushes the WAL before it, every unflushed append too.
+            self._unflushed.clear()
+        else:
+            self._unflushed.add(partition)
         if roll_entry_log:
             try:
                 yield Call("roll_entry_log", {"force": False}, "none")
@@ -492,6 +507,13 @@ class ProducerBase:
                 pass  # a hint only: workers roll the entry log too
         # A duplicate older than the five remembered batches has no known offset.
         return -1 if offset is None else int(offset)
+
+    def _lost_unflushed(self, exc: psycopg.Error, partition: int) -> bool:
+        """Did the append fail on a sequence gap because PostgreSQL crashed
+        and lost this producer's unflushed transactional appends to the
+        partition (append_positional_unflushed)? Only then is the gap no
+        loss of anything that could still be committed."""
+        return exc.sqlstate == OUT_OF_ORDER_SEQUENCE and partition in self._unflushed
 
     def _expired(self, exc: psycopg.Error) -> bool:
         """Did the append fail because this (non-transactional) producer's

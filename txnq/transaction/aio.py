@@ -101,7 +101,8 @@ class Transaction(TransactionBase):
 
     async def _join_producer(self, producer: Producer) -> None:
         async with self._lock:
-            await self._run(self._join_producer_plan(producer))
+            if not self._joined_already(producer):
+                await self._run(self._join_producer_plan(producer))
 
     async def _run(self, plan: Plan[T]) -> T:
         async with self._client._io() as io:

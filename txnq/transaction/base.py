@@ -144,6 +144,12 @@ class TransactionBase:
                 f"transaction {self.txn_id} passed its timeout of {self.timeout}s and was "
                 "aborted: open a new transaction"
             )
+        if self._reason == "crash":
+            raise errors.TransactionAbortedError(
+                f"transaction {self.txn_id} was aborted, not committed: PostgreSQL restarted "
+                "after a crash (or failed over) while it was open, and writes of it may have "
+                "been lost; run the work again in a new transaction"
+            )
         raise errors.TransactionEndedError(
             f"transaction {self.txn_id} has ended ({self._state.lower()}): open a new transaction"
         )
@@ -192,6 +198,18 @@ class TransactionBase:
 
     # -- plans ----------------------------------------------------------------
 
+    def _joined_already(self, producer: Any) -> bool:
+        """Whether ``producer`` needs nothing more to write in this open
+        transaction: it joined before and its session is bound. Checked for
+        every send, so that the common case (the thousandth message of a
+        transaction) costs no plan and no trip through the client's pool
+        (a fifth of a transactional send_async's client time before)."""
+        return (
+            self._state == "OPEN"
+            and producer in self._producers
+            and (producer.transactional is None or self._bound == producer.transactional)
+        )
+
     def _join_producer_plan(self, producer: Any) -> Plan[None]:
         """Before a producer's first write in this transaction: bind a
         transactional producer's session (fencing is checked by the server)."""
@@ -203,7 +221,7 @@ class TransactionBase:
             return
         transactional_id, epoch = transactional
         yield from self._call_plan(
-            "bind_txn", {"transactional_id": transactional_id, "epoch": epoch}
+            "bind_txn_unflushed", {"transactional_id": transactional_id, "epoch": epoch}
         )
         self._bound = transactional
 

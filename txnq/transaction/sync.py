@@ -111,7 +111,8 @@ class Transaction(TransactionBase):
     def _join_producer(self, producer: Producer) -> None:
         """Called before a producer's first write in this transaction."""
         with self._lock:
-            self._run(self._join_producer_plan(producer))
+            if not self._joined_already(producer):
+                self._run(self._join_producer_plan(producer))
 
     def _join_consumer(self, consumer: Any) -> None:
         with self._lock:
