@@ -30,7 +30,9 @@ timing, same session, same parallelism:
 Per read the best round (rows/s) and, for (1) and (2), the ratio to (3): the
 median over the rounds of (3)'s time / its time in the same round, and the
 ratio of the best times. The ratio is what txnq's visibility rules, batch
-unpacking and (1) the map cost.
+unpacking and (1) the map cost. Also each read's median CPU time of Spark's
+tasks (from Spark's status store): on a loaded machine the steadiest figure
+of the JVM side's cost, though without PostgreSQL's.
 """
 
 from __future__ import annotations
@@ -77,19 +79,50 @@ def fill(client: txnq.Client, topic: str, messages: int, batch: int, properties:
     producer.close()
 
 
+def task_cpu_seconds(spark: Any) -> float | None:
+    """CPU seconds Spark's tasks spent so far, summed over every stage (the
+    executors' own measure, unlike wall time barely moved by the machine's
+    load; PostgreSQL's side is not in it). Read from Spark's status store
+    through py4j, an internal API: None where it is not there."""
+    try:
+        context = spark.sparkContext
+        jvm = context._jvm
+        stages = (
+            context._jsc.sc()
+            .statusStore()
+            .stageList(
+                jvm.java.util.ArrayList(),
+                False,
+                False,
+                context._gateway.new_array(jvm.double, 0),
+                jvm.java.util.ArrayList(),
+            )
+        )
+        nanoseconds = sum(stages.apply(i).executorCpuTime() for i in range(stages.length()))
+        return float(nanoseconds) / 1e9
+    except Exception:  # a figure we can do without
+        return None
+
+
 def timed_rounds(
-    reads: dict[str, Callable[[], Any]], repeat: int
-) -> tuple[dict[str, list[float]], dict[str, int]]:
-    """Seconds of each read in each of ``repeat`` rounds (each round reads
-    all, starting one further along each time), and each read's row count."""
+    spark: Any, reads: dict[str, Callable[[], Any]], repeat: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, int]]:
+    """Seconds and task CPU seconds of each read in each of ``repeat`` rounds
+    (each round reads all, starting one further along each time), and each
+    read's row count."""
     seconds: dict[str, list[float]] = {name: [] for name in reads}
+    cpu: dict[str, list[float]] = {name: [] for name in reads}
     names = list(reads)
     for round_number in range(repeat):
         for name in names[round_number % len(names) :] + names[: round_number % len(names)]:
+            cpu_before = task_cpu_seconds(spark)
             start = time.perf_counter()
             reads[name]().write.format("noop").mode("overwrite").save()
             seconds[name].append(time.perf_counter() - start)
-    return seconds, {name: read().count() for name, read in reads.items()}
+            cpu_after = task_cpu_seconds(spark)
+            if cpu_before is not None and cpu_after is not None:
+                cpu[name].append(cpu_after - cpu_before)
+    return seconds, cpu, {name: read().count() for name, read in reads.items()}
 
 
 def ratios(seconds: dict[str, list[float]], name: str, reference: str) -> tuple[float, float]:
@@ -152,7 +185,7 @@ def main() -> None:
     }
     for read in reads.values():  # warm the JVM, the JDBC driver and the caches alike
         read().count()
-    seconds, rows = timed_rounds(reads, args.repeat)
+    seconds, cpu, rows = timed_rounds(spark, reads, args.repeat)
     spark.stop()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS txnq_bench_spark_plain")
@@ -162,6 +195,7 @@ def main() -> None:
     best = {name: min(times) for name, times in seconds.items()}
     map_ratio, map_ratio_best = ratios(seconds, "map", "plain")
     json_ratio, json_ratio_best = ratios(seconds, "json", "plain")
+    cpu_median = {name: statistics.median(t) if t else None for name, t in cpu.items()}
     result = {
         "messages": args.messages,
         "partitions": args.partitions,
@@ -181,6 +215,9 @@ def main() -> None:
         "ratio_json_properties": round(json_ratio, 3),
         "ratio_json_properties_best": round(json_ratio_best, 3),
         "seconds": {name: [round(t, 3) for t in times] for name, times in seconds.items()},
+        "task_cpu_seconds_median": {
+            name: None if t is None else round(t, 3) for name, t in cpu_median.items()
+        },
     }
     if args.json:
         print(json.dumps(result))
@@ -204,6 +241,13 @@ def main() -> None:
         f"plain JDBC read, plain table:      {result['plain_jdbc_rows_per_second']:>10,} rows/s"
         f"  ({best['plain']:.2f} s)"
     )
+    map_cpu, plain_cpu = cpu_median["map"], cpu_median["plain"]
+    if map_cpu and plain_cpu:
+        print(
+            "Spark task CPU, median of rounds:  "
+            + ", ".join(f"{name} {t or 0:.3f} s" for name, t in cpu_median.items())
+            + f"  (plain / map {plain_cpu / map_cpu:.0%}; PostgreSQL's CPU not included)"
+        )
 
 
 if __name__ == "__main__":

@@ -150,14 +150,32 @@ def test_properties_come_out_of_read_committed_as_the_producer_sent_them(
 def test_the_properties_map_reads_any_json_as_from_json_did(spark: Any) -> None:  # noqa: F811
     # Rows written by raw SQL before revision 0015 validated properties may
     # hold any JSON: the map keeps from_json's answers (NULL for a non-object,
-    # JSON text for a non-string value).
-    texts = ['{"n": 1, "o": {"x": "y"}, "l": [1, "2"], "z": null}', "[1, 2]", '"s"', "{}", None]
+    # JSON text for a non-string value). The texts near the one-property fast
+    # path's shape {"K": "V"} must take the general path and agree too.
+    texts = [
+        '{"n": 1, "o": {"x": "y"}, "l": [1, "2"], "z": null}',
+        "[1, 2]",
+        '"s"',
+        "{}",
+        None,
+        '{"a": "b"}',
+        '{"": ""}',
+        '{"k": "v é, }"}',
+        '{"a": 1, "b": "c"}',
+        '{"a": {"b": "c"}}',
+        '{"a": ["b", "c"]}',
+        '{"a": "b", "c": "d"}',
+        '{"a": "b\\"c"}',
+        '{"a\\u0001": "\\n"}',
+    ]
     frame = spark.createDataFrame([(t,) for t in texts], "properties string")
     rows = frame.selectExpr(
         f"{PROPERTIES_AS_MAP} AS now", "from_json(properties, 'map<string,string>') AS before"
     ).collect()
     assert [r["now"] for r in rows] == [r["before"] for r in rows]
     assert rows[0]["now"] == {"n": "1", "o": '{"x":"y"}', "l": '[1,"2"]', "z": None}
+    assert [r["now"] for r in rows[5:8]] == [{"a": "b"}, {"": ""}, {"k": "v é, }"}]
+    assert rows[12]["now"] == {"a": 'b"c'} and rows[13]["now"] == {"a\x01": "\n"}
 
 
 class Crash(Exception):
