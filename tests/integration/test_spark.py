@@ -6,6 +6,7 @@ naming what to install, where Java 17+, the JDBC jar or PySpark is missing.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -27,7 +28,7 @@ from txnq.spark import (
     write_dataframe,
 )
 from txnq.spark import ingestion as ingest_module
-from txnq.spark.read import COLUMNS, read_range
+from txnq.spark.read import COLUMNS, PROPERTIES_AS_MAP, read_range
 
 
 def committed_ids(dsn: str, topic: str) -> Counter[tuple[int, int, int]]:
@@ -116,6 +117,65 @@ def test_read_committed_is_one_consistent_range_while_producers_and_transactions
         assert b"open" in {bytes(r["payload"]) for r in latest.select("payload").collect()}
         tail = read_committed(spark, "orders", start={0: 3, 1: 3, 2: 3}, end="latest", dsn=dsn)
         assert all(r["offset"] >= 3 for r in tail.select("offset").collect())
+
+
+ODD_PROPERTIES: list[dict[str, str] | None] = [
+    {"i": "5"},
+    {'quote"': "back\\slash", "ctl\x01\t": "é 😀\n", "": ""},
+    {"a": "1", "b": "2", "c": '{"x": "y"}'},
+    {"k": 'v", "w": "x'},  # looks like two properties in the JSON text
+    None,
+]
+
+
+def test_properties_come_out_of_read_committed_as_the_producer_sent_them(
+    spark: Any,  # noqa: F811
+    dsn: str,
+) -> None:
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("props", partitions=1)
+        with client.producer("props", name="props", batching_max_messages=10) as producer:
+            for i, properties in enumerate(ODD_PROPERTIES * 3):
+                producer.send_async(f"m{i}", properties=properties)
+            producer.flush()
+    expected = [p or None for p in ODD_PROPERTIES * 3]
+
+    rows = read_committed(spark, "props", dsn=dsn).orderBy("offset", "batch_index").collect()
+    assert [r["properties"] for r in rows] == expected
+    as_text = read_committed(spark, "props", dsn=dsn, parse_properties=False)
+    texts = [r["properties"] for r in as_text.orderBy("offset", "batch_index").collect()]
+    assert [None if t is None else json.loads(t) for t in texts] == expected
+
+
+def test_the_properties_map_reads_any_json_as_from_json_did(spark: Any) -> None:  # noqa: F811
+    # Rows written by raw SQL before revision 0015 validated properties may
+    # hold any JSON: the map keeps from_json's answers (NULL for a non-object,
+    # JSON text for a non-string value). The texts near the one-property fast
+    # path's shape {"K": "V"} must take the general path and agree too.
+    texts = [
+        '{"n": 1, "o": {"x": "y"}, "l": [1, "2"], "z": null}',
+        "[1, 2]",
+        '"s"',
+        "{}",
+        None,
+        '{"a": "b"}',
+        '{"": ""}',
+        '{"k": "v é, }"}',
+        '{"a": 1, "b": "c"}',
+        '{"a": {"b": "c"}}',
+        '{"a": ["b", "c"]}',
+        '{"a": "b", "c": "d"}',
+        '{"a": "b\\"c"}',
+        '{"a\\u0001": "\\n"}',
+    ]
+    frame = spark.createDataFrame([(t,) for t in texts], "properties string")
+    rows = frame.selectExpr(
+        f"{PROPERTIES_AS_MAP} AS now", "from_json(properties, 'map<string,string>') AS before"
+    ).collect()
+    assert [r["now"] for r in rows] == [r["before"] for r in rows]
+    assert rows[0]["now"] == {"n": "1", "o": '{"x":"y"}', "l": '[1,"2"]', "z": None}
+    assert [r["now"] for r in rows[5:8]] == [{"a": "b"}, {"": ""}, {"k": "v é, }"}]
+    assert rows[12]["now"] == {"a": 'b"c'} and rows[13]["now"] == {"a\x01": "\n"}
 
 
 class Crash(Exception):

@@ -5,6 +5,7 @@ calls :func:`check_schema` and refuses a database whose schema is behind.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from importlib import resources
 from typing import Any
@@ -77,7 +78,12 @@ def alembic_config(dsn: str) -> Config:
     return config
 
 
+@functools.cache
 def head_revision() -> str:
+    """The newest revision this library ships. Cached: Alembic reads every
+    revision file to find it (about 35 ms, paid by every ``Client()`` in
+    check_schema, so by every Spark read, docs/benchmarks.md#spark), and the
+    installed revisions do not change while the process runs."""
     script = ScriptDirectory.from_config(alembic_config("postgresql://localhost/unused"))
     head = script.get_current_head()
     assert head is not None
