@@ -2,7 +2,9 @@
 -- after every upgrade (the newest grant_roles_vN): grant_roles_v5's, and
 -- unfold_claim_ranges (claim ranges into claim rows, called by the shared
 -- data-path functions only) in the internal class: SECURITY INVOKER, no
--- EXECUTE for any role (docs/security.md).
+-- EXECUTE for any role (docs/security.md); and on PostgreSQL 17 and later
+-- MAINTAIN on txnq.claim_ranges for txnq_scheduler, as on the other hot
+-- tables (txnq.lifecycle.HOT_TABLES: the scheduler's vacuum).
 --
 -- Idempotent; run by the migrating role (SECURITY INVOKER). Returns
 -- grant_roles_v5's count.
@@ -30,6 +32,10 @@ BEGIN
             EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', r.fn, v_role);
         END LOOP;
     END LOOP;
+    IF current_setting('server_version_num')::integer >= 170000
+       AND pg_catalog.to_regrole('txnq_scheduler') IS NOT NULL THEN
+        EXECUTE 'GRANT MAINTAIN ON txnq.claim_ranges TO txnq_scheduler';
+    END IF;
     RETURN v_moved;
 END $$;
 REVOKE ALL ON FUNCTION txnq.grant_roles_v6() FROM PUBLIC;

@@ -1,12 +1,15 @@
 """Claim delivery, for shared and key_shared subscriptions: consumers claim
-messages in ``txnq.claims`` (``txnq.claim_v3``, FOR UPDATE SKIP LOCKED; on
-key_shared the messages of one key go to one consumer), acknowledge them
-individually (``txnq.ack_shared_v4``: the claim goes, the cursor follows),
+messages (``txnq.claim_v6``: new messages of a shared subscription as one
+``txnq.claim_ranges`` row per partition, redelivered ones and key_shared ones
+as ``txnq.claims`` rows, FOR UPDATE SKIP LOCKED; on key_shared the messages
+of one key go to one consumer), acknowledge them individually
+(``txnq.ack_shared_v5``: the range records them, the claim goes, the cursor
+follows),
 and what a consumer does not acknowledge comes back to any consumer: after a
-negative acknowledgement (``txnq.nack_shared_v2``, with an optional
+negative acknowledgement (``txnq.nack_shared_v3``, with an optional
 exponential :class:`~txnq.consumer.dead_letters.Backoff`), after
 ``ack_timeout``, or when the consumer's lease runs out
-(``txnq.release_claims_v2``). A dead-letter policy moves a message
+(``txnq.release_claims_v3``). A dead-letter policy moves a message
 delivered too often to its dead-letter topic inside the claim.
 """
 
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
     from txnq.consumer.base import ConsumerBase
     from txnq.transaction.base import TransactionBase, TxnId
 
-#: Most messages one claim_v3 call takes.
+#: Most messages one claim_v6 call takes.
 CLAIM_MAX_MESSAGES = 500
 
 
@@ -53,7 +56,7 @@ class ClaimDelivery(Delivery):
         pass  # nacks and timeouts are the server's (claims become visible again)
 
     def round_plan(self) -> Plan[int]:
-        """Claim messages (one claim_v3 call); returns messages queued."""
+        """Claim messages (one claim_v6 call); returns messages queued."""
         consumer = self.consumer
         with consumer._cond:
             room = consumer._queue_size - len(consumer._queue)
@@ -123,7 +126,7 @@ class ClaimDelivery(Delivery):
     def _undecodable_plan(self, messages: list[Message]) -> Plan[list[Message]]:
         """Claimed ``messages`` of which some could not be decoded: with a
         dead-letter policy, move those to the dead-letter topic now
-        (txnq.dead_letter_v2, as claim_v3 moves a message past
+        (txnq.dead_letter_v3, as claim_v6 moves a message past
         max_redeliver_count; the copy is made decodable) and leave them out.
         Without a policy, or when the move fails, they stay: receive() raises
         a MessageDecodeError for each."""
@@ -180,7 +183,7 @@ class ClaimDelivery(Delivery):
 
     def after_reconnect_plan(self) -> Plan[None]:
         """The session may outlive the connection (its lease held): the
-        claims of the queue just dropped, and any a claim_v3 whose reply was
+        claims of the queue just dropped, and any a claim_v6 whose reply was
         lost made, are this consumer's; nobody else would ever release them
         while it lives. Give them all back."""
         yield self._release_mine()
@@ -199,7 +202,7 @@ class ClaimDelivery(Delivery):
     # -- acknowledging ------------------------------------------------------
 
     def acknowledge_plan(self, items: list[object], txn: TransactionBase | None) -> Plan[None]:
-        """ack_shared_v4 per partition; several run in one PostgreSQL transaction."""
+        """ack_shared_v5 per partition; several run in one PostgreSQL transaction."""
         consumer = self.consumer
         per_partition: dict[int, tuple[list[int], list[int]]] = {}
         for item in items:
@@ -260,7 +263,7 @@ class ClaimDelivery(Delivery):
         raise errors.InvalidArgumentError(ATTACHED_SHARED_HINT)
 
     def nack_plan(self, message: Message) -> Plan[None]:
-        """nack_shared_v2: any consumer may get it once the delay (fixed, or
+        """nack_shared_v3: any consumer may get it once the delay (fixed, or
         the backoff's for its redelivery count) has passed."""
         consumer = self.consumer
         backoff = consumer._backoff
@@ -286,7 +289,7 @@ class ClaimDelivery(Delivery):
 
     def give_back_plan(self, refused: dict[int, tuple[list[int], list[int]]]) -> Plan[None]:
         """A transaction aborted: the messages its acknowledgement was refused
-        for are deliverable again at once (nack_shared_v2 with no delay: only
+        for are deliverable again at once (nack_shared_v3 with no delay: only
         the claims this consumer still holds outside a transaction; the ones
         the transaction holds its abort releases). Without this a live
         consumer would keep them for good (found by the chaos copier: a
