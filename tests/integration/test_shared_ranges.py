@@ -267,3 +267,37 @@ def test_consuming_through_a_shared_subscription_leaves_under_one_percent_dead_r
     assert written <= n // 100, f"{written} rows written into the claim tables for {n} messages"
     assert dead <= n // 100, f"{dead} dead row versions in the claim tables for {n} messages"
     assert after[2] <= n // 100
+
+
+def test_a_cursor_moved_past_part_of_a_range_keeps_the_rest_outstanding(dsn: str) -> None:
+    """TTL or a backlog eviction moves the mark-delete offset from outside:
+    what it passed is acknowledged, the rest of the range stays its holder's."""
+    topic_id, subscription_id = shared_topic(dsn, [1] * 10)
+    a = consumer(dsn, subscription_id, "a")
+    b = consumer(dsn, subscription_id, "b")
+    assert len(claim(dsn, topic_id, subscription_id, a)) == 10
+    sql(
+        dsn,
+        "UPDATE txnq.cursors SET mark_delete_offset = 4 WHERE subscription_id = %s",
+        (subscription_id,),
+    )
+    assert claim(dsn, topic_id, subscription_id, b) == []  # brings the cursor up to date
+    assert sql(dsn, RANGES) == []
+    held = (
+        "SELECT array_agg(entry_offset ORDER BY entry_offset) FROM txnq.claims "
+        "WHERE consumer_id = %s"
+    )
+    assert sql_value(dsn, held, (a,)) == [5, 6, 7, 8, 9]
+    assert sql_value(dsn, MARK_DELETE, (subscription_id,)) == 4
+    # Moved past everything handed out: the ranges go, nothing is redelivered.
+    assert ack(dsn, topic_id, subscription_id, [(o, 0) for o in range(5, 10)]) == 5
+    sql(dsn, "SELECT * FROM txnq.append_v3(%s, 0, NULL, NULL, NULL, %s)", (topic_id, [b"n"] * 2))
+    assert len(claim(dsn, topic_id, subscription_id, a)) == 2
+    sql(
+        dsn,
+        "UPDATE txnq.cursors SET mark_delete_offset = 11 WHERE subscription_id = %s",
+        (subscription_id,),
+    )
+    assert claim(dsn, topic_id, subscription_id, b) == []
+    assert sql(dsn, RANGES) == []
+    assert sql_value(dsn, "SELECT count(*) FROM txnq.claims") == 0
