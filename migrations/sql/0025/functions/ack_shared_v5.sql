@@ -82,6 +82,7 @@ DECLARE
     v_served_o bigint[] := '{}';
     v_served_i integer[] := '{}';
     v_unfold bigint[];
+    v_whole boolean;
     g record;
 BEGIN
     p_offsets := coalesce(p_offsets, '{}');
@@ -154,6 +155,7 @@ BEGIN
             PERFORM txnq.unfold_claim_ranges_v1(p_topic_id, p_partition, p_subscription_id, v_unfold);
         END IF;
     ELSIF cardinality(p_offsets) > 0 THEN
+        v_whole := -1 = ANY (p_batch_indexes);
         -- The claim ranges that cover a named message, locked in order: each
         -- takes the messages it covers and has not had acknowledged, in one
         -- update (or its delete, once all of its messages are).
@@ -167,15 +169,23 @@ BEGIN
              ORDER BY r.first_offset
                FOR UPDATE
         LOOP
-            SELECT coalesce(array_agg(n.o), '{}'), coalesce(array_agg(n.i), '{}') INTO v_fresh_o, v_fresh_i
-              FROM (SELECT DISTINCT u.o, x.i
-                      FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
-                     CROSS JOIN LATERAL generate_series(greatest(u.i, 0),
-                                                        CASE WHEN u.i < 0 THEN g.sizes[u.o - g.f + 1] - 1
-                                                             ELSE u.i END) AS x(i)
-                     WHERE u.o BETWEEN g.f AND g.l AND u.i < g.sizes[u.o - g.f + 1]) AS n
-              LEFT JOIN unnest(g.done_o, g.done_i) AS a(o, i) ON a.o = n.o AND a.i = n.i
-             WHERE a.o IS NULL;
+            IF v_whole OR cardinality(g.done_o) > 0 THEN
+                SELECT coalesce(array_agg(n.o), '{}'), coalesce(array_agg(n.i), '{}') INTO v_fresh_o, v_fresh_i
+                  FROM (SELECT DISTINCT u.o, x.i
+                          FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
+                         CROSS JOIN LATERAL generate_series(greatest(u.i, 0),
+                                                            CASE WHEN u.i < 0 THEN g.sizes[u.o - g.f + 1] - 1
+                                                                 ELSE u.i END) AS x(i)
+                         WHERE u.o BETWEEN g.f AND g.l AND u.i < g.sizes[u.o - g.f + 1]) AS n
+                  LEFT JOIN unnest(g.done_o, g.done_i) AS a(o, i) ON a.o = n.o AND a.i = n.i
+                 WHERE a.o IS NULL;
+            ELSE
+                -- The usual case: message ids only, none acknowledged in the range yet.
+                SELECT coalesce(array_agg(n.o), '{}'), coalesce(array_agg(n.i), '{}') INTO v_fresh_o, v_fresh_i
+                  FROM (SELECT DISTINCT u.o, u.i
+                          FROM unnest(p_offsets, p_batch_indexes) AS u(o, i)
+                         WHERE u.o BETWEEN g.f AND g.l AND u.i < g.sizes[u.o - g.f + 1]) AS n;
+            END IF;
             CONTINUE WHEN cardinality(v_fresh_o) = 0;
             IF g.done + cardinality(v_fresh_o) >= g.total THEN
                 DELETE FROM txnq.claim_ranges r
@@ -192,7 +202,10 @@ BEGIN
             v_served_o := v_served_o || v_fresh_o;
             v_served_i := v_served_i || v_fresh_i;
         END LOOP;
-        IF v_in_ranges > 0 THEN
+        IF v_in_ranges = cardinality(p_offsets) AND NOT v_whole THEN
+            -- Every message id named, each once, was a range's: nothing more to check.
+            p_offsets := '{}';
+        ELSIF v_in_ranges > 0 THEN
             -- What the ranges took is done; the rest (claim rows, messages
             -- acknowledged before, ids to check) goes on below. A whole-entry
             -- id (-1) goes on too: the entry may have claim rows as well.
@@ -202,16 +215,16 @@ BEGIN
               LEFT JOIN (SELECT DISTINCT s.o, s.i FROM unnest(v_served_o, v_served_i) AS s(o, i)) AS s
                 ON s.o = u.o AND s.i = u.i
              WHERE s.o IS NULL;
-            IF cardinality(p_offsets) = 0 THEN
-                PERFORM 1 FROM txnq.cursors c
-                 WHERE c.topic_id = p_topic_id AND c.partition = p_partition
-                   AND c.subscription_id = p_subscription_id
-                   FOR UPDATE SKIP LOCKED;
-                IF FOUND THEN
-                    PERFORM txnq.shared_advance_v2(p_topic_id, p_partition, p_subscription_id);
-                END IF;
-                RETURN v_in_ranges;
+        END IF;
+        IF v_in_ranges > 0 AND cardinality(p_offsets) = 0 THEN
+            PERFORM 1 FROM txnq.cursors c
+             WHERE c.topic_id = p_topic_id AND c.partition = p_partition
+               AND c.subscription_id = p_subscription_id
+               FOR UPDATE SKIP LOCKED;
+            IF FOUND THEN
+                PERFORM txnq.shared_advance_v2(p_topic_id, p_partition, p_subscription_id);
             END IF;
+            RETURN v_in_ranges;
         END IF;
     END IF;
     IF -1 = ANY (p_batch_indexes) THEN
