@@ -1,4 +1,4 @@
--- txnq.ack_shared_v4: revision 0025 made it a thin wrapper of
+-- txnq.ack_shared_v4: revision 0027 made it a thin wrapper of
 -- txnq.ack_shared_v5 (same parameters, result, locks and errors), which
 -- acknowledges the messages of a claim range in the range row.
 CREATE OR REPLACE FUNCTION txnq.ack_shared_v4(

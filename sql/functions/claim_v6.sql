@@ -1,6 +1,6 @@
 -- txnq.claim_v6: the receive side of shared and key_shared subscriptions
 -- (fetch_v4 stays the one of exclusive and failover): claim up to
--- p_max_messages messages for one consumer. Revision 0025: claim_v5's body,
+-- p_max_messages messages for one consumer. Revision 0027: claim_v5's body,
 -- but a shared subscription's new messages are handed out as one claim
 -- range per partition (txnq.dispatch_shared_v2, txnq.claim_ranges) instead
 -- of a claim row per message (issue 23: a row written and deleted per

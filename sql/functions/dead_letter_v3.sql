@@ -1,6 +1,6 @@
 -- txnq.dead_letter_v3: move one outstanding message of a shared/key_shared
 -- subscription to its dead-letter topic (Pulsar's DeadLetterPolicy).
--- Revision 0025; replaces dead_letter_v2 (same parameters, result, locks and
+-- Revision 0027; replaces dead_letter_v2 (same parameters, result, locks and
 -- errors): a message a claim range covers (txnq.claim_ranges: a first
 -- delivery the client could not decode) unfolds the range into claim rows
 -- first (txnq.unfold_claim_ranges_v1). dead_letter_v2 (revision 0015)

@@ -1,4 +1,4 @@
--- txnq.dispatch_shared_v1: revision 0025 made it a thin wrapper of
+-- txnq.dispatch_shared_v1: revision 0027 made it a thin wrapper of
 -- txnq.dispatch_shared_v2 (same parameters and result), which hands out a
 -- shared consumer's messages as one claim range instead of a claim row per
 -- message.

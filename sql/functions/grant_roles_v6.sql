@@ -1,4 +1,4 @@
--- txnq.grant_roles_v6: the grants of revision 0025, run by `txnq migrate`
+-- txnq.grant_roles_v6: the grants of revision 0027, run by `txnq migrate`
 -- after every upgrade (the newest grant_roles_vN): grant_roles_v5's, and
 -- unfold_claim_ranges (claim ranges into claim rows, called by the shared
 -- data-path functions only) in the internal class: SECURITY INVOKER, no

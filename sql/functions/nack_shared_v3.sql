@@ -1,6 +1,6 @@
 -- txnq.nack_shared_v3: negative acknowledgements on a shared or key_shared
 -- subscription: the messages go back to waiting and become deliverable (to
--- any consumer) after their delay. Revision 0025; replaces nack_shared_v2
+-- any consumer) after their delay. Revision 0027; replaces nack_shared_v2
 -- (same parameters, result, locks and errors): a claim range of the
 -- consumer's (txnq.claim_ranges) that covers a named message unfolds into
 -- claim rows first (txnq.unfold_claim_ranges_v1), so the nacked messages

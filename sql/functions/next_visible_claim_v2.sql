@@ -1,6 +1,6 @@
 -- txnq.next_visible_claim_v2: seconds until the next outstanding message of a
 -- shared subscription becomes deliverable (a nack delay, an ack timeout, a
--- delayed message). Revision 0025; replaces next_visible_claim_v1 (same
+-- delayed message). Revision 0027; replaces next_visible_claim_v1 (same
 -- parameters and result), which read claim rows only: a claim range's
 -- ack-timeout deadline counts too (txnq.claim_ranges).
 --

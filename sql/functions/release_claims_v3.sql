@@ -1,6 +1,6 @@
 -- txnq.release_claims_v3: consumer liveness for shared and key_shared
 -- subscriptions. Called by every consumer's heartbeat (and on close).
--- Revision 0025; replaces release_claims_v2 (same parameters, result, locks
+-- Revision 0027; replaces release_claims_v2 (same parameters, result, locks
 -- and errors): the claim ranges (txnq.claim_ranges) of the consumers
 -- released unfold into claim rows first (txnq.unfold_claim_ranges_v1), which
 -- are then released as every claim is; the count includes their messages.

@@ -3,7 +3,7 @@
 -- backlog-quota eviction, a committed transaction's acks), then move the
 -- mark-delete offset up to just below the lowest claim or claim range (or to
 -- the dispatch offset when nothing is outstanding), as Pulsar's mark-delete
--- position follows the individually deleted ranges. Revision 0025; replaces
+-- position follows the individually deleted ranges. Revision 0027; replaces
 -- shared_advance_v1 (same parameters, result and locks), which knew claim
 -- rows only: claim ranges (txnq.claim_ranges) are outstanding too. A range
 -- holds the mark-delete offset at its first entry until it is acknowledged

@@ -1,4 +1,4 @@
--- txnq.cursor_status (revision 0024; revision 0025 counts the messages of
+-- txnq.cursor_status (revision 0024; revision 0027 counts the messages of
 -- claim ranges in in_flight): one row per subscription and
 -- partition (its cursor), for the web console's subscription page.
 --

@@ -61,7 +61,7 @@ def shared(client: txnq.Client, name: str = "c", **options: object) -> txnq.Cons
 
 #: Messages outstanding on the subscriptions: claim rows (one per message:
 #: redelivered, delayed, in a transaction, key_shared) plus the messages of the
-#: claim ranges not acknowledged yet (a shared claim of new messages, revision 0025).
+#: claim ranges not acknowledged yet (a shared claim of new messages, revision 0027).
 OUTSTANDING = (
     "SELECT (SELECT count(*) FROM txnq.claims) "
     "+ (SELECT coalesce(sum(r.message_count - r.acked_count), 0) FROM txnq.claim_ranges r)"

@@ -1,4 +1,4 @@
-"""Claim ranges (revision 0025, issue 23): a shared subscription's claim of new
+"""Claim ranges (revision 0027, issue 23): a shared subscription's claim of new
 messages is one txnq.claim_ranges row per partition, acknowledged in place
 and deleted when every message of it is; only exceptions (redelivered,
 nacked, in a transaction) get a claim row per message. No row is written and

@@ -428,7 +428,7 @@ claims = Table(
 )
 
 # Shared subscriptions' claims of new messages as offset ranges (revision
-# 0025, migrations/sql/0025/schema/0025_claim_ranges.sql): one row per claim
+# 0027, migrations/sql/0027/schema/0025_claim_ranges.sql): one row per claim
 # call and partition, deleted when all of its messages are acknowledged.
 claim_ranges = Table(
     "claim_ranges",

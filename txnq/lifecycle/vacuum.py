@@ -52,9 +52,9 @@ HOT_TABLES: tuple[str, ...] = (
     "staged_sends",
     "staged_acks",
     # Shared subscriptions: a row per message in flight (revision 0008), since
-    # revision 0025 only per exception and key_shared message ...
+    # revision 0027 only per exception and key_shared message ...
     "claims",
-    # ... and a row per claim of new messages, updated per ack call (0025).
+    # ... and a row per claim of new messages, updated per ack call (0027).
     "claim_ranges",
 )
 VACUUM = sql.SQL("VACUUM (ANALYZE) {}")

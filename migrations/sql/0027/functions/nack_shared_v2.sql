@@ -1,4 +1,4 @@
--- txnq.nack_shared_v2: revision 0025 made it a thin wrapper of
+-- txnq.nack_shared_v2: revision 0027 made it a thin wrapper of
 -- txnq.nack_shared_v3 (same parameters, result and errors), which unfolds
 -- a claim range covering a nacked message first.
 CREATE OR REPLACE FUNCTION txnq.nack_shared_v2(

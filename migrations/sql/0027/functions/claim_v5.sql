@@ -1,4 +1,4 @@
--- txnq.claim_v5: a thin wrapper of txnq.claim_v6 since revision 0025 (which
+-- txnq.claim_v5: a thin wrapper of txnq.claim_v6 since revision 0027 (which
 -- hands out a shared subscription's new messages as one claim range per
 -- partition instead of a claim row per message). Revision 0021 made v5 the
 -- body that stops a key_shared key at its first message it could not lock;

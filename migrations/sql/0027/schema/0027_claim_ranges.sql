@@ -1,6 +1,6 @@
--- txnq schema, revision 0025 (issue 23: shared subscriptions without a row
+-- txnq schema, revision 0027 (issue 23: shared subscriptions without a row
 -- written and deleted per message). Applied by
--- migrations/versions/0025_claim_ranges.py; docs/subscriptions.md explains it.
+-- migrations/versions/0027_claim_ranges.py; docs/subscriptions.md explains it.
 --
 -- Pulsar's managed cursor keeps a mark-delete position plus "individually
 -- deleted ranges", and tracks only the exceptional messages one by one. A

@@ -1,5 +1,5 @@
 -- txnq.ack_shared_v5: individual acknowledgements on a shared or key_shared
--- subscription, directly or inside a transaction. Revision 0025; replaces
+-- subscription, directly or inside a transaction. Revision 0027; replaces
 -- ack_shared_v4 (same parameters, result, locks and errors) for claim ranges
 -- (txnq.claim_ranges, issue 23): outside a transaction the named messages a
 -- range covers are acknowledged in the range row -- appended to its

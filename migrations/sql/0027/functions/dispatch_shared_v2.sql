@@ -1,11 +1,11 @@
 -- txnq.dispatch_shared_v2: hand out the next messages of one partition to a
 -- shared or key_shared subscription: move the dispatch offset forward over up
--- to p_room messages. Revision 0025; replaces dispatch_shared_v1 (same
+-- to p_room messages. Revision 0027; replaces dispatch_shared_v1 (same
 -- parameters and result), which wrote a claim row per message handed out to
 -- a shared consumer, deleted again by its ack: a row written and deleted per
 -- message (issue 23). Here a shared consumer's messages become ONE claim
 -- range (txnq.claim_ranges: the entries read, the messages of each, the
--- holder and deadline; schema/0025_claim_ranges.sql). Key_shared
+-- holder and deadline; schema/0027_claim_ranges.sql). Key_shared
 -- subscriptions still get a claim row per message, as before (their key
 -- order is decided message by message; docs/subscriptions.md).
 --

@@ -1,4 +1,4 @@
--- txnq.shared_advance_v1: revision 0025 made it a thin wrapper of
+-- txnq.shared_advance_v1: revision 0027 made it a thin wrapper of
 -- txnq.shared_advance_v2 (same parameters, result and locks), which counts
 -- claim ranges as outstanding too.
 CREATE OR REPLACE FUNCTION txnq.shared_advance_v1(

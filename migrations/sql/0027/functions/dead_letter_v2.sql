@@ -1,4 +1,4 @@
--- txnq.dead_letter_v2: revision 0025 made it a thin wrapper of
+-- txnq.dead_letter_v2: revision 0027 made it a thin wrapper of
 -- txnq.dead_letter_v3 (same parameters, result and errors), which unfolds
 -- a claim range covering the message first.
 CREATE OR REPLACE FUNCTION txnq.dead_letter_v2(

@@ -18,8 +18,8 @@ messages in flight. grant_roles_v6 keeps unfold_claim_ranges internal and
 runs at the end. Downgrade unfolds every range into claim rows (what revision
 0024's functions expect), reinstalls the previous bodies and drops the rest.
 
-Revision ID: 0025
-Revises: 0024
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-11-27
 """
 
@@ -29,33 +29,33 @@ from alembic import op
 
 from txnq.database.migrate import apply_sql_files
 
-revision = "0025"
-down_revision = "0024"
+revision = "0027"
+down_revision = "0026"
 branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "0025/schema/0025_claim_ranges.sql",
-    "0025/functions/claim_ranges_forget_cursors_v1.sql",
-    "0025/functions/unfold_claim_ranges_v1.sql",
-    "0025/functions/shared_advance_v2.sql",
-    "0025/functions/shared_advance_v1.sql",
-    "0025/functions/dispatch_shared_v2.sql",
-    "0025/functions/dispatch_shared_v1.sql",
-    "0025/functions/dead_letter_v3.sql",
-    "0025/functions/dead_letter_v2.sql",
-    "0025/functions/claim_v6.sql",
-    "0025/functions/claim_v5.sql",
-    "0025/functions/ack_shared_v5.sql",
-    "0025/functions/ack_shared_v4.sql",
-    "0025/functions/nack_shared_v3.sql",
-    "0025/functions/nack_shared_v2.sql",
-    "0025/functions/release_claims_v3.sql",
-    "0025/functions/release_claims_v2.sql",
-    "0025/functions/next_visible_claim_v2.sql",
-    "0025/functions/next_visible_claim_v1.sql",
-    "0025/views/cursor_status.sql",
-    "0025/functions/grant_roles_v6.sql",
+    "0027/schema/0027_claim_ranges.sql",
+    "0027/functions/claim_ranges_forget_cursors_v1.sql",
+    "0027/functions/unfold_claim_ranges_v1.sql",
+    "0027/functions/shared_advance_v2.sql",
+    "0027/functions/shared_advance_v1.sql",
+    "0027/functions/dispatch_shared_v2.sql",
+    "0027/functions/dispatch_shared_v1.sql",
+    "0027/functions/dead_letter_v3.sql",
+    "0027/functions/dead_letter_v2.sql",
+    "0027/functions/claim_v6.sql",
+    "0027/functions/claim_v5.sql",
+    "0027/functions/ack_shared_v5.sql",
+    "0027/functions/ack_shared_v4.sql",
+    "0027/functions/nack_shared_v3.sql",
+    "0027/functions/nack_shared_v2.sql",
+    "0027/functions/release_claims_v3.sql",
+    "0027/functions/release_claims_v2.sql",
+    "0027/functions/next_visible_claim_v2.sql",
+    "0027/functions/next_visible_claim_v1.sql",
+    "0027/views/cursor_status.sql",
+    "0027/functions/grant_roles_v6.sql",
 ]
 
 GRANT_ROLES = "SELECT txnq.grant_roles_v6()"
@@ -68,7 +68,7 @@ SELECT txnq.unfold_claim_ranges_v1(r.topic_id, r.partition, r.subscription_id,
  GROUP BY r.topic_id, r.partition, r.subscription_id
 """
 
-#: The bodies revision 0024 ran (each the newest frozen copy before 0025).
+#: The bodies revision 0024 ran (each the newest frozen copy before 0027).
 PREVIOUS_FILES = [
     "0021/functions/claim_v5.sql",
     "0008/functions/shared_advance_v1.sql",

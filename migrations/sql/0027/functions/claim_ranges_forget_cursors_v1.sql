@@ -1,4 +1,4 @@
--- txnq.claim_ranges_forget_cursors_v1: revision 0025. Cursors leave
+-- txnq.claim_ranges_forget_cursors_v1: revision 0027. Cursors leave
 -- (unsubscribe, topic deletion): their claim ranges go with them, as their
 -- claims do (txnq.claims_forget_cursors_v1). A statement trigger on
 -- txnq.cursors (AFTER DELETE).

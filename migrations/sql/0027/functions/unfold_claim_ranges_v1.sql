@@ -1,11 +1,11 @@
 -- txnq.unfold_claim_ranges_v1: turn claim ranges of a shared subscription
--- into a claim row per message they still cover (revision 0025,
--- schema/0025_claim_ranges.sql): what happens when one of a range's
+-- into a claim row per message they still cover (revision 0027,
+-- schema/0027_claim_ranges.sql): what happens when one of a range's
 -- messages becomes an exception (a nack, an ack inside a transaction, a dead
 -- letter, the range's ack-timeout deadline, its consumer's release, a cursor
 -- moved past it from outside). The claim rows keep the range's holder and
 -- deadline and count one delivery, so they behave exactly as the claims of a
--- first delivery did before revision 0025 (and then as any claim: released,
+-- first delivery did before revision 0027 (and then as any claim: released,
 -- redelivered, marked by a transaction, dead-lettered, deleted).
 --
 -- Parameters: (topic_id, partition), subscription_id, first_offsets (the
