@@ -1,4 +1,5 @@
--- txnq.cursor_status (revision 0024): one row per subscription and
+-- txnq.cursor_status (revision 0024; revision 0027 counts the messages of
+-- claim ranges in in_flight): one row per subscription and
 -- partition (its cursor), for the web console's subscription page.
 --
 -- lag_entries is how many entries the subscription may read there and its
@@ -28,7 +29,7 @@ SELECT t.name AS topic,
        (SELECT count(*) FROM txnq.individual_acks a
          WHERE a.topic_id = c.topic_id AND a.partition = c.partition
            AND a.subscription_id = c.subscription_id) AS individual_acks,
-       k.in_flight,
+       k.in_flight + g.in_flight AS in_flight,
        k.redelivering,
        k.redeliveries,
        (SELECT d.next_offset FROM txnq.topics dt
@@ -46,4 +47,9 @@ SELECT t.name AS topic,
               coalesce(sum(greatest(m.delivered - 1, 0)), 0)::bigint AS redeliveries
          FROM txnq.claims m
         WHERE m.topic_id = c.topic_id AND m.partition = c.partition
-          AND m.subscription_id = c.subscription_id) k;
+          AND m.subscription_id = c.subscription_id) k
+ CROSS JOIN LATERAL (
+       SELECT coalesce(sum(r.message_count - r.acked_count), 0)::bigint AS in_flight
+         FROM txnq.claim_ranges r
+        WHERE r.topic_id = c.topic_id AND r.partition = c.partition
+          AND r.subscription_id = c.subscription_id) g;

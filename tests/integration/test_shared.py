@@ -59,6 +59,24 @@ def shared(client: txnq.Client, name: str = "c", **options: object) -> txnq.Cons
     )
 
 
+#: Messages outstanding on the subscriptions: claim rows (one per message:
+#: redelivered, delayed, in a transaction, key_shared) plus the messages of the
+#: claim ranges not acknowledged yet (a shared claim of new messages, revision 0027).
+OUTSTANDING = (
+    "SELECT (SELECT count(*) FROM txnq.claims) "
+    "+ (SELECT coalesce(sum(r.message_count - r.acked_count), 0) FROM txnq.claim_ranges r)"
+)
+HELD = (
+    "SELECT (SELECT count(*) FROM txnq.claims WHERE consumer_id IS NOT NULL) "
+    "+ (SELECT coalesce(sum(r.message_count - r.acked_count), 0) FROM txnq.claim_ranges r)"
+)
+HELD_BY = (
+    "SELECT (SELECT count(*) FROM txnq.claims WHERE consumer_id = %s AND txn_tc IS NULL) "
+    "+ (SELECT coalesce(sum(r.message_count - r.acked_count), 0) FROM txnq.claim_ranges r "
+    "WHERE r.consumer_id = %s)"
+)
+
+
 def cursor_and_claims(dsn: str) -> tuple[list[int], int]:
     marks = [
         row[0]
@@ -69,7 +87,7 @@ def cursor_and_claims(dsn: str) -> tuple[list[int], int]:
             "ORDER BY c.partition",
         )
     ]
-    return marks, int(sql_value(dsn, "SELECT count(*) FROM txnq.claims"))
+    return marks, int(sql_value(dsn, OUTSTANDING))
 
 
 def high_watermarks(dsn: str) -> list[int]:
@@ -165,7 +183,7 @@ def test_a_killed_shared_consumer_loses_its_claims_to_the_others(
                 acked_by_dead.add(int(line.split()[1]))
             if line.startswith("holding"):
                 break
-        held = int(sql_value(dsn, "SELECT count(*) FROM txnq.claims WHERE consumer_id IS NOT NULL"))
+        held = int(sql_value(dsn, HELD))
         assert held > 0  # it holds messages it received and never acknowledged
         process.send_signal(signal.SIGKILL)  # no close: only its lease tells
         process.wait(timeout=5)
@@ -865,8 +883,8 @@ def held_by(dsn: str, consumer: txnq.Consumer) -> int:
     return int(
         sql_value(
             dsn,
-            "SELECT count(*) FROM txnq.claims WHERE consumer_id = %s AND txn_tc IS NULL",
-            (consumer.consumer_id,),
+            HELD_BY,
+            (consumer.consumer_id, consumer.consumer_id),
         )
     )
 

@@ -88,6 +88,7 @@ INTERNAL = {
     "claimed_messages", "check_ack_once", "subscription_backlog", "earliest_offset", "caller",
     "caller_role", "caller_is_trusted", "caller_is_admin", "permission_granted",
     "permission_denied", "topic_visible",
+    "unfold_claim_ranges",  # revision 0027 (grant_roles_v6)
 }  # fmt: skip
 SHARED_SUBSCRIPTION = {"claim", "ack_shared", "nack_shared", "release_claims", "next_visible_claim"}
 

@@ -42,6 +42,9 @@ SELECT md5(string_agg(t, '|' ORDER BY k)) FROM (
       FROM txnq.txn_subscriptions a
     UNION ALL SELECT 6, coalesce(string_agg(format('%s', a.*), ',' ORDER BY a.entry_offset), '')
       FROM txnq.individual_acks a
+    UNION ALL SELECT 7, coalesce(string_agg(format('%s', r.*), ',' ORDER BY r.topic_id, r.partition,
+                                            r.subscription_id, r.first_offset), '')
+      FROM txnq.claim_ranges r
 ) s
 """
 
@@ -676,6 +679,7 @@ def test_a_shared_ack_past_the_batch_is_refused_inside_and_outside_a_transaction
             txn.abort()
             consumer.acknowledge(messages)
     assert int(sql_value(dsn, "SELECT count(*) FROM txnq.claims")) == 0
+    assert int(sql_value(dsn, "SELECT count(*) FROM txnq.claim_ranges")) == 0
 
 
 def test_sparse_acknowledgements_are_checked_entry_by_entry(dsn: str) -> None:

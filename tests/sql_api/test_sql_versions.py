@@ -64,6 +64,7 @@ WRAPPER_EXCEPTIONS: dict[str, tuple[str | None, str]] = {
     "grant_roles_v2": (None, "grant_roles_v3 runs it first, as it ran grant_roles_v1"),
     "grant_roles_v3": (None, "grant_roles_v4 runs it first, as it ran grant_roles_v2"),
     "grant_roles_v4": (None, "grant_roles_v5 runs it first, as it ran grant_roles_v3"),
+    "grant_roles_v5": (None, "grant_roles_v6 runs it first, as it ran grant_roles_v4"),
 }
 
 #: Revisions that gave an existing name a different body that is no thin

@@ -8,8 +8,8 @@ partition: with consumers sorted by (priority, name), partition ``p`` belongs
 to consumer ``p mod n``; when a consumer goes away (close, or its lease runs
 out) the next heartbeat of the others hands its partitions over, and what it
 had not acknowledged is delivered again. ``shared`` — many consumers, each
-message to one of them at a time: consumers claim messages in
-``txnq.claims`` (``txnq.claim_v3``, FOR UPDATE SKIP LOCKED), acknowledge them
+message to one of them at a time: consumers claim messages
+(``txnq.claim_v6``: new ones as a claim range, SKIP LOCKED), acknowledge them
 individually (a cumulative ack is an error, as in Pulsar), and what a consumer
 does not acknowledge comes back: after ``negative_acknowledge`` (with an
 optional exponential ``negative_ack_backoff``), after ``ack_timeout`` (off by

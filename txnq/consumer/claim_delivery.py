@@ -1,12 +1,15 @@
 """Claim delivery, for shared and key_shared subscriptions: consumers claim
-messages in ``txnq.claims`` (``txnq.claim_v3``, FOR UPDATE SKIP LOCKED; on
-key_shared the messages of one key go to one consumer), acknowledge them
-individually (``txnq.ack_shared_v4``: the claim goes, the cursor follows),
+messages (``txnq.claim_v6``: new messages of a shared subscription as one
+``txnq.claim_ranges`` row per partition, redelivered ones and key_shared ones
+as ``txnq.claims`` rows, FOR UPDATE SKIP LOCKED; on key_shared the messages
+of one key go to one consumer), acknowledge them individually
+(``txnq.ack_shared_v5``: the range records them, the claim goes, the cursor
+follows),
 and what a consumer does not acknowledge comes back to any consumer: after a
-negative acknowledgement (``txnq.nack_shared_v2``, with an optional
+negative acknowledgement (``txnq.nack_shared_v3``, with an optional
 exponential :class:`~txnq.consumer.dead_letters.Backoff`), after
 ``ack_timeout``, or when the consumer's lease runs out
-(``txnq.release_claims_v2``). A dead-letter policy moves a message
+(``txnq.release_claims_v3``). A dead-letter policy moves a message
 delivered too often to its dead-letter topic inside the claim.
 """
 
@@ -20,14 +23,29 @@ import psycopg
 from txnq import errors
 from txnq.consumer.delivery import Delivery
 from txnq.database.plans import Batch, Call, Plan, retried_once
-from txnq.messages import LenientRows, Message, MessageId, UndecodableMessage, checked
+from txnq.messages import (
+    MAX_BATCH_INDEX,
+    MAX_OFFSET,
+    LenientRows,
+    Message,
+    MessageId,
+    UndecodableMessage,
+    checked,
+)
 from txnq.transaction.attached_base import ATTACHED_SHARED_HINT
 
 if TYPE_CHECKING:
     from txnq.consumer.base import ConsumerBase
     from txnq.transaction.base import TransactionBase, TxnId
 
-#: Most messages one claim_v3 call takes.
+
+def array_literal(values: list[int]) -> str:
+    """``values`` (checked ints) as a PostgreSQL array literal, for a
+    ``%(name)s::bigint[]`` / ``::int[]`` parameter."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+#: Most messages one claim_v6 call takes.
 CLAIM_MAX_MESSAGES = 500
 
 
@@ -53,7 +71,7 @@ class ClaimDelivery(Delivery):
         pass  # nacks and timeouts are the server's (claims become visible again)
 
     def round_plan(self) -> Plan[int]:
-        """Claim messages (one claim_v3 call); returns messages queued."""
+        """Claim messages (one claim_v6 call); returns messages queued."""
         consumer = self.consumer
         with consumer._cond:
             room = consumer._queue_size - len(consumer._queue)
@@ -123,7 +141,7 @@ class ClaimDelivery(Delivery):
     def _undecodable_plan(self, messages: list[Message]) -> Plan[list[Message]]:
         """Claimed ``messages`` of which some could not be decoded: with a
         dead-letter policy, move those to the dead-letter topic now
-        (txnq.dead_letter_v2, as claim_v3 moves a message past
+        (txnq.dead_letter_v3, as claim_v6 moves a message past
         max_redeliver_count; the copy is made decodable) and leave them out.
         Without a policy, or when the move fails, they stay: receive() raises
         a MessageDecodeError for each."""
@@ -180,7 +198,7 @@ class ClaimDelivery(Delivery):
 
     def after_reconnect_plan(self) -> Plan[None]:
         """The session may outlive the connection (its lease held): the
-        claims of the queue just dropped, and any a claim_v3 whose reply was
+        claims of the queue just dropped, and any a claim_v6 whose reply was
         lost made, are this consumer's; nobody else would ever release them
         while it lives. Give them all back."""
         yield self._release_mine()
@@ -198,15 +216,49 @@ class ClaimDelivery(Delivery):
 
     # -- acknowledging ------------------------------------------------------
 
-    def acknowledge_plan(self, items: list[object], txn: TransactionBase | None) -> Plan[None]:
-        """ack_shared_v4 per partition; several run in one PostgreSQL transaction."""
+    def _per_partition(self, items: list[object]) -> dict[int, tuple[list[int], list[int]]]:
+        """Offsets and batch indexes of ``items`` per partition, checked as
+        ConsumerBase._identify checks them. A shared consumer acknowledges
+        message by message, so this runs per message: a Message as received
+        (the usual case) is checked inline, anything else by _identify (which
+        raises the errors). (bench.peers' shared phase spent ~9 us a message
+        in _identify's calls, as much as the ack's whole server time.)"""
         consumer = self.consumer
+        topic = consumer.topic
+        partitions = consumer._topic.partitions
         per_partition: dict[int, tuple[list[int], list[int]]] = {}
         for item in items:
+            if type(item) is Message:
+                message_id = item.message_id
+                size = item.batch_size
+                if type(message_id) is MessageId:
+                    name, partition, offset, index = message_id
+                    if (
+                        name == topic
+                        and type(partition) is int
+                        and 0 <= partition < partitions
+                        and type(offset) is int
+                        and 0 <= offset <= MAX_OFFSET
+                        and type(index) is int
+                        and 0 <= index <= MAX_BATCH_INDEX
+                        and (size is None or (type(size) is int and 1 <= size <= MAX_BATCH_INDEX))
+                    ):
+                        found = per_partition.get(partition)
+                        if found is None:
+                            found = per_partition[partition] = ([], [])
+                        found[0].append(offset)
+                        found[1].append(index)
+                        continue
             message_id, _ = consumer._identify(item)
             offsets, indexes = per_partition.setdefault(message_id.partition, ([], []))
             offsets.append(message_id.offset)
             indexes.append(message_id.batch_index)
+        return per_partition
+
+    def acknowledge_plan(self, items: list[object], txn: TransactionBase | None) -> Plan[None]:
+        """ack_shared_v5 per partition; several run in one PostgreSQL transaction."""
+        consumer = self.consumer
+        per_partition = self._per_partition(items)
         consumer._join(txn)
         query = self.ack_query("ack_shared", txn is not None)
         calls = [
@@ -216,8 +268,10 @@ class ClaimDelivery(Delivery):
                     "topic_id": consumer._topic_id,
                     "partition": partition,
                     "subscription_id": consumer.subscription_id,
-                    "offsets": offsets,
-                    "batch_indexes": indexes,
+                    # Array literals: psycopg's dump of a list of 1000 ints
+                    # took ~3 ms (a type check per element); ints format fast.
+                    "offsets": array_literal(offsets),
+                    "batch_indexes": array_literal(indexes),
                     "txn_tc": None if txn is None else txn.txn_id.tc_id,
                     "txn_seq": None if txn is None else txn.txn_id.seq,
                 },
@@ -260,7 +314,7 @@ class ClaimDelivery(Delivery):
         raise errors.InvalidArgumentError(ATTACHED_SHARED_HINT)
 
     def nack_plan(self, message: Message) -> Plan[None]:
-        """nack_shared_v2: any consumer may get it once the delay (fixed, or
+        """nack_shared_v3: any consumer may get it once the delay (fixed, or
         the backoff's for its redelivery count) has passed."""
         consumer = self.consumer
         backoff = consumer._backoff
@@ -286,7 +340,7 @@ class ClaimDelivery(Delivery):
 
     def give_back_plan(self, refused: dict[int, tuple[list[int], list[int]]]) -> Plan[None]:
         """A transaction aborted: the messages its acknowledgement was refused
-        for are deliverable again at once (nack_shared_v2 with no delay: only
+        for are deliverable again at once (nack_shared_v3 with no delay: only
         the claims this consumer still holds outside a transaction; the ones
         the transaction holds its abort releases). Without this a live
         consumer would keep them for good (found by the chaos copier: a

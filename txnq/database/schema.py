@@ -444,6 +444,27 @@ claims = Table(
     postgresql_with={"fillfactor": 70},
 )
 
+# Shared subscriptions' claims of new messages as offset ranges (revision
+# 0027, migrations/sql/0027/schema/0025_claim_ranges.sql): one row per claim
+# call and partition, deleted when all of its messages are acknowledged.
+claim_ranges = Table(
+    "claim_ranges",
+    metadata,
+    *_key("topic_id", "partition", "subscription_id", "first_offset"),
+    Column("last_offset", BigInteger, nullable=False),
+    Column("consumer_id", BigInteger, nullable=False),
+    Column("visible_at", TZ, nullable=False),
+    Column("batch_sizes", ARRAY(Integer), nullable=False),
+    Column("message_count", Integer, nullable=False),
+    Column("acked_count", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "acked_offsets", ARRAY(BigInteger), nullable=False, server_default=text("'{}'::bigint[]")
+    ),
+    Column("acked_indexes", ARRAY(Integer), nullable=False, server_default=text("'{}'::integer[]")),
+    Index("claim_ranges_by_visibility", "subscription_id", "visible_at"),
+    postgresql_with={"fillfactor": 70},
+)
+
 # Delivery times of delayed messages (revision 0008).
 delayed_entries = Table(
     "delayed_entries",

@@ -51,7 +51,11 @@ HOT_TABLES: tuple[str, ...] = (
     # Application transactions insert and delete these in one transaction.
     "staged_sends",
     "staged_acks",
-    "claims",  # shared subscriptions: a row per message in flight (revision 0008)
+    # Shared subscriptions: a row per message in flight (revision 0008), since
+    # revision 0027 only per exception and key_shared message ...
+    "claims",
+    # ... and a row per claim of new messages, updated per ack call (0027).
+    "claim_ranges",
 )
 VACUUM = sql.SQL("VACUUM (ANALYZE) {}")
 VACUUM_FULL = sql.SQL("VACUUM (FULL, ANALYZE) {}")
