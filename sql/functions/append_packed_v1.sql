@@ -57,12 +57,12 @@ BEGIN
             MESSAGE = format('append_packed_v1: payload_lengths must be -1 or more and add up to '
                              'payload_bytes'' %s bytes', length(p_payload_bytes));
     END IF;
-    -- Element i: the next payload_lengths[i] bytes (substr copies only them).
+    -- Element i: the next payload_lengths[i] bytes (substr copies only them);
+    -- e, the running sum, in unnest's order (a ROWS frame needs no sort).
     v_payloads := ARRAY(
         SELECT CASE WHEN s.l < 0 THEN NULL ELSE substr(p_payload_bytes, (s.e - s.l + 1)::integer, s.l) END
-          FROM (SELECT u.l, u.i, sum(greatest(u.l, 0)) OVER (ORDER BY u.i) AS e
-                  FROM unnest(p_payload_lengths) WITH ORDINALITY u(l, i)) s
-         ORDER BY s.i);
+          FROM (SELECT u.l, sum(greatest(u.l, 0)) OVER (ROWS UNBOUNDED PRECEDING) AS e
+                  FROM unnest(p_payload_lengths) u(l)) s);
     SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
       INTO entry_offset, publish_time, duplicate, roll_entry_log
       FROM txnq.append_v5(p_topic_id, p_partition, p_producer_id, p_producer_epoch, p_first_sequence,

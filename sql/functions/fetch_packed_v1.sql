@@ -49,8 +49,10 @@ BEGIN
       FROM txnq.fetch_v4(p_topic_id, p_partition, p_subscription_id, p_after_offset, p_max_entries,
                          p_max_bytes, p_from_mark_delete) f
      CROSS JOIN LATERAL (
-           SELECT coalesce(string_agg(u.p, ''::bytea ORDER BY u.i), ''::bytea) AS packed_bytes,
-                  array_agg(coalesce(length(u.p), -1) ORDER BY u.i)::text AS packed_lengths
-             FROM unnest(f.payloads) WITH ORDINALITY u(p, i)) pk
+           -- One pass over the array in its order (a plain aggregate over
+           -- unnest: no sort, which doubled the cost with ORDER BY).
+           SELECT coalesce(string_agg(u.p, ''::bytea), ''::bytea) AS packed_bytes,
+                  array_agg(coalesce(length(u.p), -1))::text AS packed_lengths
+             FROM unnest(f.payloads) u(p)) pk
      ORDER BY f.entry_offset;
 END $$;
