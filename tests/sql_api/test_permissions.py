@@ -41,7 +41,8 @@ PRODUCE = {
     "append_packed",
 }  # fmt: skip
 CONSUME = {
-    "fetch", "fetch_packed", "ack", "ack_shared", "claim", "nack_shared", "release_claims", "seek", "subscribe",
+    "fetch", "fetch_packed", "ack", "ack_shared", "claim", "nack_shared", "release_claims", "seek",
+    "subscribe",
     "unsubscribe", "register_consumer", "heartbeat_consumer", "stage_ack", "cursor_generation",
     "cursor_positions", "close_consumer", "register_waiters", "next_visible_claim",
     "spark_partition_bounds", "spark_first_offset_at", "read_committed", "spark_ingestion_get",
