@@ -15,7 +15,7 @@ on one connection each, reading every result in binary as the client does:
   as text).
 
 The calls: append_v5 of one batch of 1000 x 100-byte payloads (no producer,
-no keys), and fetch_v4 of 20 such entries (20,000 messages, 2 MB). Each
+no keys), of one 100-byte payload, and fetch_v4 of 20 such entries (20,000 messages, 2 MB). Each
 figure is the median milliseconds of --calls calls (after 3 unmeasured
 ones), the three ways taking turns --rounds times; the medians of the
 rounds' medians are printed (docs/cluster.md, "Throughput").
@@ -129,7 +129,7 @@ def measure(calls: int, rounds: int) -> dict[str, dict[str, float]]:
                 conn.execute(APPEND, (topic_id, payloads), binary=True)
         ways = {"direct": shard, "packed": proxy, "text": proxy}
         results: dict[str, dict[str, list[float]]] = {
-            call: {way: [] for way in ways} for call in ("append", "fetch")
+            call: {way: [] for way in ways} for call in ("append", "single", "fetch")
         }
         for _ in range(rounds):
             for way, dsn in ways.items():
@@ -140,6 +140,8 @@ def measure(calls: int, rounds: int) -> dict[str, dict[str, float]]:
                     time_calls(dsn, FETCH, (topic_id, subscription_id, FETCH_ENTRIES), calls)
                 )
                 results["append"][way].append(time_calls(dsn, APPEND, (topic_id, payloads), calls))
+                one = ByteaArray(payloads[:1])
+                results["single"][way].append(time_calls(dsn, APPEND, (topic_id, one), calls))
     return {
         call: {way: statistics.median(values) for way, values in per_way.items()}
         for call, per_way in results.items()
@@ -167,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'call':<40} {'direct ms':>10} {'packed ms':>10} {'text ms':>10}")
     names = {
         "append": f"append_v5, {PAYLOADS} x {PAYLOAD_BYTES} B",
+        "single": f"append_v5, 1 x {PAYLOAD_BYTES} B",
         "fetch": f"fetch_v4, {FETCH_ENTRIES} entries ({FETCH_ENTRIES * PAYLOADS} msgs, 2 MB)",
     }
     for call, per_way in figures.items():

@@ -43,7 +43,8 @@ LANGUAGE plproxy AS $$
 $$;
 
 -- Payloads that do not pack (NULL, not one-dimensional from 1) go as they
--- are, for the shard's append_v5 to refuse with its own error.
+-- are, for the shard's append_v5 to refuse with its own error; so does a
+-- single payload of at most 8 KB.
 CREATE OR REPLACE FUNCTION txnq_cluster.append_unpacked(
     p_topic_id integer, p_partition integer, p_producer_id bigint, p_producer_epoch integer,
     p_first_sequence bigint, p_payloads bytea[], p_keys bytea[], p_properties jsonb[],
@@ -71,7 +72,10 @@ DECLARE
     v_bytes bytea;
     v_lengths integer[];
 BEGIN
-    IF array_ndims(p_payloads) = 1 AND array_lower(p_payloads, 1) = 1 THEN
+    -- A single small payload (a send()) costs less as text than the packing
+    -- statement: it goes unpacked.
+    IF array_ndims(p_payloads) = 1 AND array_lower(p_payloads, 1) = 1
+       AND (cardinality(p_payloads) > 1 OR octet_length(p_payloads[1]) > 8192) THEN
         -- One pass in the array's order (no ORDER BY: a sort doubled it).
         SELECT coalesce(string_agg(u.p, ''::bytea), ''::bytea), array_agg(coalesce(length(u.p), -1))
           INTO v_bytes, v_lengths
