@@ -51,7 +51,7 @@ FETCH = (
     "SELECT entry_offset, publish_time, payloads FROM txnq.fetch_v4(%s, 0, %s, -1, %s, "
     "1073741824, false)"
 )
-# The proxy's routes of append_v5 / fetch_v4 before revision 0026: PL/Proxy
+# The proxy's routes of append_v5 / fetch_v4 before revision 0028: PL/Proxy
 # functions that call the shard function of the same name.
 TEXT_ROUTES = """
 CREATE OR REPLACE FUNCTION txnq.append_v5(

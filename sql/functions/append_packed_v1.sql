@@ -1,5 +1,5 @@
 -- txnq.append_packed_v1: txnq.append_v5 with the payloads packed into one
--- bytea, for a cluster proxy (docs/cluster.md). Revision 0026. PL/Proxy 2.10
+-- bytea, for a cluster proxy (docs/cluster.md). Revision 0028. PL/Proxy 2.10
 -- sends an argument in binary only when its type is a plain scalar such as
 -- bytea; a bytea[] goes as a hex-escaped text literal that the shard parses
 -- back (1000 x 100-byte payloads: 4.7-5.9 ms through the proxy against

@@ -24,7 +24,7 @@
 -- result row, as text unless the type is a plain scalar such as bytea or
 -- bigint: a bytea[] of 1000 x 100-byte payloads was printed and parsed as a
 -- hex literal). The shard functions append_packed_v1 / fetch_packed_v1
--- (revision 0026) unpack / pack and call append_v5 / fetch_v4 there, so every
+-- (revision 0028) unpack / pack and call append_v5 / fetch_v4 there, so every
 -- check stays on the shard. Keys, properties and event times are NULL in the
 -- common case and go as before.
 CREATE OR REPLACE FUNCTION txnq_cluster.append_packed(

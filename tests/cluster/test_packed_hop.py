@@ -1,5 +1,5 @@
 """The proxy's append_v5 and fetch_v4 cross to the shard packed (revision
-0026, docs/cluster.md "Throughput"): what a client sends and reads through
+0028, docs/cluster.md "Throughput"): what a client sends and reads through
 the proxy is byte for byte what it would send and read on the shard, keys,
 properties, event times and publish times included; what the shard's
 append_v5 refuses is refused through the proxy with the same SQLSTATE; the

@@ -1,4 +1,4 @@
-"""append_packed_v1 and fetch_packed_v1 (revision 0026): append_v5 and
+"""append_packed_v1 and fetch_packed_v1 (revision 0028): append_v5 and
 fetch_v4 in the encoding a cluster proxy's hop to a shard uses
 (docs/cluster.md). Called directly they are those functions in another
 encoding: the same entries, results and errors, their own argument checks

@@ -1,6 +1,6 @@
 -- txnq.fetch_packed_v1: txnq.fetch_v4's entries with every column in a type
 -- PL/Proxy 2.10 receives in binary, for a cluster proxy (docs/cluster.md).
--- Revision 0026. PL/Proxy receives a result in binary only when every
+-- Revision 0028. PL/Proxy receives a result in binary only when every
 -- column is a plain scalar such as bigint or bytea; fetch_v4's bytea[] and
 -- timestamptz columns made it receive every row as text and parse it (a
 -- 2 MB fetch: 65-93 ms through the proxy against 2.3 ms on the shard). The

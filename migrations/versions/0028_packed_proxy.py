@@ -17,8 +17,8 @@ grant_roles_v5 runs at the end: both are public functions of the client class
 Downgrade drops them (a proxy installed for this revision then needs
 `txnq cluster init` of the older txnq).
 
-Revision ID: 0026
-Revises: 0025
+Revision ID: 0028
+Revises: 0027
 Create Date: 2026-11-27
 """
 
@@ -28,14 +28,14 @@ from alembic import op
 
 from txnq.database.migrate import apply_sql_files
 
-revision = "0026"
-down_revision = "0025"
+revision = "0028"
+down_revision = "0027"
 branch_labels = None
 depends_on = None
 
 SQL_FILES = [
-    "0026/functions/append_packed_v1.sql",
-    "0026/functions/fetch_packed_v1.sql",
+    "0028/functions/append_packed_v1.sql",
+    "0028/functions/fetch_packed_v1.sql",
 ]
 
 GRANT_ROLES = "SELECT txnq.grant_roles_v5()"
