@@ -18,6 +18,48 @@
 
 -- ---------------------------------------------------------------- partition
 
+-- The data path: append_v5 and fetch_v4 keep the shard API's names and
+-- signatures for the client, but the hop to the shard carries the payloads in
+-- types PL/Proxy 2.10 sends in binary (it sends an argument, and receives a
+-- result row, as text unless the type is a plain scalar such as bytea or
+-- bigint: a bytea[] of 1000 x 100-byte payloads was printed and parsed as a
+-- hex literal). The shard functions append_packed_v1 / fetch_packed_v1
+-- (revision 0028) unpack / pack and call append_v5 / fetch_v4 there, so every
+-- check stays on the shard. Keys, properties and event times are NULL in the
+-- common case and go as before.
+CREATE OR REPLACE FUNCTION txnq_cluster.append_packed(
+    p_topic_id integer, p_partition integer, p_producer_id bigint, p_producer_epoch integer,
+    p_first_sequence bigint, p_payload_bytes bytea, p_payload_lengths integer[], p_keys bytea[],
+    p_properties jsonb[], p_event_times timestamptz[], p_txn_tc integer, p_txn_seq bigint,
+    OUT entry_offset bigint, OUT publish_time timestamptz, OUT duplicate boolean,
+    OUT roll_entry_log boolean)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+    SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
+      FROM txnq.append_packed_v1(p_topic_id, p_partition, p_producer_id, p_producer_epoch,
+                                 p_first_sequence, p_payload_bytes, p_payload_lengths, p_keys,
+                                 p_properties, p_event_times, p_txn_tc, p_txn_seq) a;
+$$;
+
+-- Payloads that do not pack (NULL, not one-dimensional from 1) go as they
+-- are, for the shard's append_v5 to refuse with its own error; so does a
+-- single payload of at most 8 KB.
+CREATE OR REPLACE FUNCTION txnq_cluster.append_unpacked(
+    p_topic_id integer, p_partition integer, p_producer_id bigint, p_producer_epoch integer,
+    p_first_sequence bigint, p_payloads bytea[], p_keys bytea[], p_properties jsonb[],
+    p_event_times timestamptz[], p_txn_tc integer, p_txn_seq bigint,
+    OUT entry_offset bigint, OUT publish_time timestamptz, OUT duplicate boolean,
+    OUT roll_entry_log boolean)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+    SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
+      FROM txnq.append_v5(p_topic_id, p_partition, p_producer_id, p_producer_epoch, p_first_sequence,
+                          p_payloads, p_keys, p_properties, p_event_times, p_txn_tc, p_txn_seq) a;
+$$;
+
+-- PL/pgSQL: its statements' plans are cached for the session.
 CREATE OR REPLACE FUNCTION txnq.append_v5(
     p_topic_id integer, p_partition integer, p_producer_id bigint, p_producer_epoch integer,
     p_first_sequence bigint, p_payloads bytea[], p_keys bytea[] DEFAULT NULL,
@@ -25,11 +67,51 @@ CREATE OR REPLACE FUNCTION txnq.append_v5(
     p_txn_tc integer DEFAULT NULL, p_txn_seq bigint DEFAULT NULL,
     OUT entry_offset bigint, OUT publish_time timestamptz, OUT duplicate boolean,
     OUT roll_entry_log boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_bytes bytea;
+    v_lengths integer[];
+BEGIN
+    -- A single small payload (a send()) costs less as text than the packing
+    -- statement: it goes unpacked.
+    IF array_ndims(p_payloads) = 1 AND array_lower(p_payloads, 1) = 1
+       AND (cardinality(p_payloads) > 1 OR octet_length(p_payloads[1]) > 8192) THEN
+        -- One pass in the array's order (no ORDER BY: a sort doubled it).
+        SELECT coalesce(string_agg(u.p, ''::bytea), ''::bytea), array_agg(coalesce(length(u.p), -1))
+          INTO v_bytes, v_lengths
+          FROM unnest(p_payloads) u(p);
+        SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
+          INTO entry_offset, publish_time, duplicate, roll_entry_log
+          FROM txnq_cluster.append_packed(p_topic_id, p_partition, p_producer_id, p_producer_epoch,
+                                          p_first_sequence, v_bytes, v_lengths, p_keys, p_properties,
+                                          p_event_times, p_txn_tc, p_txn_seq) a;
+    ELSE
+        SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
+          INTO entry_offset, publish_time, duplicate, roll_entry_log
+          FROM txnq_cluster.append_unpacked(p_topic_id, p_partition, p_producer_id, p_producer_epoch,
+                                            p_first_sequence, p_payloads, p_keys, p_properties,
+                                            p_event_times, p_txn_tc, p_txn_seq) a;
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.fetch_packed(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint, p_after_offset bigint,
+    p_max_entries integer, p_max_bytes bigint, p_from_mark_delete boolean)
+RETURNS TABLE (entry_offset bigint, publish_time_us bigint, producer_id bigint, first_sequence bigint,
+               message_count integer, payload_bytes bytea, payload_lengths text, keys text,
+               properties text, event_times text, acked_batch_indexes text)
 LANGUAGE plproxy AS $$
     CLUSTER 'txnq';
     RUN ON txnq_cluster.route(p_topic_id, p_partition);
+    SELECT f.entry_offset, f.publish_time_us, f.producer_id, f.first_sequence, f.message_count,
+           f.payload_bytes, f.payload_lengths, f.keys, f.properties, f.event_times,
+           f.acked_batch_indexes
+      FROM txnq.fetch_packed_v1(p_topic_id, p_partition, p_subscription_id, p_after_offset,
+                                p_max_entries, p_max_bytes, p_from_mark_delete) f;
 $$;
 
+-- Element i of payloads: the next payload_lengths[i] bytes (-1: NULL); e, the
+-- running sum, in unnest's order (a ROWS frame without ORDER BY: no sort).
 CREATE OR REPLACE FUNCTION txnq.fetch_v4(
     p_topic_id integer, p_partition integer, p_subscription_id bigint, p_after_offset bigint,
     p_max_entries integer DEFAULT 100, p_max_bytes bigint DEFAULT 8388608,
@@ -37,10 +119,21 @@ CREATE OR REPLACE FUNCTION txnq.fetch_v4(
 RETURNS TABLE (entry_offset bigint, publish_time timestamptz, producer_id bigint, first_sequence bigint,
                message_count integer, payloads bytea[], keys bytea[], properties jsonb[],
                event_times timestamptz[], acked_batch_indexes integer[])
-LANGUAGE plproxy AS $$
-    CLUSTER 'txnq';
-    RUN ON txnq_cluster.route(p_topic_id, p_partition);
-$$;
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT f.entry_offset, timestamptz 'epoch' + f.publish_time_us * interval '1 microsecond',
+           f.producer_id, f.first_sequence, f.message_count,
+           ARRAY(SELECT CASE WHEN s.l < 0 THEN NULL
+                             ELSE substr(f.payload_bytes, (s.e - s.l + 1)::integer, s.l) END
+                   FROM (SELECT u.l, sum(greatest(u.l, 0)) OVER (ROWS UNBOUNDED PRECEDING) AS e
+                           FROM unnest(f.payload_lengths::integer[]) u(l)) s),
+           f.keys::bytea[], f.properties::jsonb[], f.event_times::timestamptz[],
+           f.acked_batch_indexes::integer[]
+      FROM txnq_cluster.fetch_packed(p_topic_id, p_partition, p_subscription_id, p_after_offset,
+                                     p_max_entries, p_max_bytes, p_from_mark_delete) f;
+END $$;
 
 CREATE OR REPLACE FUNCTION txnq.ack_v3(
     p_topic_id integer, p_partition integer, p_subscription_id bigint, p_cumulative_offset bigint,

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from bench import cluster as bench_cluster
+from bench import cluster_calls
 from txnq.cluster.servers import missing_requirements
 
 
@@ -34,3 +35,17 @@ def test_smoke_run_measures_direct_and_proxy(capsys: pytest.CaptureFixture[str])
         assert figure["msgs_per_s"] > 0
         assert (figure["ratio"] is not None) == (figure["side"] == "proxy")
     assert set(report["median_ratio"]) == set(txnq_phases)
+
+
+def test_smoke_run_times_each_call_three_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/cluster_calls.py: every call timed direct, packed and through the text routes."""
+    missing = missing_requirements()
+    if missing:
+        pytest.skip("cluster tests need " + "; ".join(missing))
+    assert cluster_calls.main(["--calls", "1", "--rounds", "1", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+
+    assert set(figures) == {"append", "single", "fetch"}
+    for per_way in figures.values():
+        assert set(per_way) == {"direct", "packed", "text"}
+        assert all(ms > 0 for ms in per_way.values())

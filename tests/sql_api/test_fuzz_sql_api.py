@@ -541,6 +541,16 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
         payloads, [[b"a", b"b"], [b"c", b"d"]], Expr("array_fill('\\x00'::bytea, ARRAY[100000])")
     ),
     ("p_key", "bytea"): keys,
+    # append_packed_v1: payloads concatenated and their lengths (-1: NULL).
+    ("p_payload_bytes", "bytea"): Arg(
+        st.sampled_from([b"ab", b"abc", b"", b"x"]),
+        st.sampled_from([None, b"\x00" * 1000, Expr("convert_to(repeat('x', 1048577), 'UTF8')")]),
+    ),
+    ("p_payload_lengths", "integer[]"): arrays(
+        values([0, 1, 2, 3], [-1, -2, None, 1048577, *INT4]),
+        INT_PAIRS,
+        Expr("array_fill(1, ARRAY[100000])"),
+    ),
     ("p_keys", "bytea[]"): arrays(keys, Expr("array_fill('k'::bytea, ARRAY[100000])")),
     # Per-topic permissions: roles that exist (postgres is an admin), and one
     # that does not (granting to it is refused; revoking is allowed).

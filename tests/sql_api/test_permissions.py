@@ -36,9 +36,13 @@ FAST = {"poll_interval": 0.05}
 # later version of a function lands in the class of its earlier ones). A
 # function of schema txnq in none of these sets fails
 # test_every_function_of_txnq_is_classified: say what it is for.
-PRODUCE = {"append", "append_delayed", "register_producer", "stage_send", "send_at_commit"}
+PRODUCE = {
+    "append", "append_delayed", "register_producer", "stage_send", "send_at_commit",
+    "append_packed",
+}  # fmt: skip
 CONSUME = {
-    "fetch", "ack", "ack_shared", "claim", "nack_shared", "release_claims", "seek", "subscribe",
+    "fetch", "fetch_packed", "ack", "ack_shared", "claim", "nack_shared", "release_claims", "seek",
+    "subscribe",
     "unsubscribe", "register_consumer", "heartbeat_consumer", "stage_ack", "cursor_generation",
     "cursor_positions", "close_consumer", "register_waiters", "next_visible_claim",
     "spark_partition_bounds", "spark_first_offset_at", "read_committed", "spark_ingestion_get",
@@ -202,6 +206,8 @@ def argument(
         else world.subscription_id,
         "p_consumer_id": world.consumer_id,
         "p_payloads": [b"x"],
+        "p_payload_bytes": b"x",
+        "p_payload_lengths": [1],
         "p_deliver_at": now + timedelta(hours=1),
         "p_after_offset": -1,
         "p_max_entries": 10,
