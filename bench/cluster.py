@@ -61,6 +61,7 @@ import psycopg
 from psycopg import sql
 
 import txnq
+from bench.produce_consume import RAW_INSERT_BATCH, RAW_TABLE
 from txnq.cluster.servers import HOST, ThrowawayServers, missing_requirements
 from txnq.cluster.setup import init
 from txnq.database.migrate import upgrade
@@ -90,21 +91,6 @@ PHASE_NAMES = {
     "consume": "consume + ack",
 }
 TARGETS = {"batched": 0.8, "consume": 0.8}
-
-RAW_TABLE = """
-CREATE TABLE IF NOT EXISTS txnq_bench_raw (
-    partition    integer NOT NULL,
-    seq          bigint NOT NULL,
-    publish_time timestamptz NOT NULL DEFAULT now(),
-    payload      bytea NOT NULL,
-    PRIMARY KEY (partition, seq)
-)
-"""
-RAW_INSERT_BATCH = """
-INSERT INTO txnq_bench_raw (partition, seq, payload)
-SELECT %(partition)s, %(first)s + i - 1, p
-  FROM unnest(%(payloads)b::bytea[]) WITH ORDINALITY AS u(p, i)
-"""
 
 
 @dataclass(frozen=True)
