@@ -1,7 +1,8 @@
 """Producers: route, batch and append messages, idempotently (see
 :mod:`txnq.producer.base` for what a producer guarantees).
 
-    base         options, routing, the batch accumulator and the append plans
+    base         options, the batch accumulator and the append plans
+    routing      which partition a message goes to
     append_call  the append statement's arguments and the SQLSTATEs acted on
     sync         txnq.Producer (a flush thread)
     aio          txnq.aio.Producer (a flush task)
@@ -13,14 +14,9 @@ from txnq.producer.append_call import (
     HOLD_RECHECK_MAX_SECONDS,
     HOLD_RECHECK_MIN_SECONDS,
 )
-from txnq.producer.base import (
-    PARTITIONS_REFRESH_SECONDS,
-    ROUTING_MODES,
-    ProducerBase,
-    delivery_time,
-    partition_for_key,
-)
+from txnq.producer.base import ProducerBase, delivery_time
 from txnq.producer.batch import EntryBatch
+from txnq.producer.routing import PARTITIONS_REFRESH_SECONDS, ROUTING_MODES, partition_for_key
 from txnq.producer.sync import Producer
 from txnq.transaction.pending import PendingSend, SendCallback, result_timeout
 

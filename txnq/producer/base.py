@@ -16,10 +16,7 @@ the messages of one transaction only). A producer created with
 sessions (their next call raises ProducerFencedError) and aborts the
 transaction they left open, as Kafka's ``initTransactions``.
 
-Routing (stable, documented for other languages): a message with a key goes to
-partition ``zlib.crc32(key_bytes) % partitions`` (CRC-32/IEEE of the UTF-8
-key); messages without a key go round-robin, one batch per partition at a time
-(as Pulsar's batching-aware round robin), unless ``partition=`` is given.
+Routing: :mod:`txnq.producer.routing`.
 
 Backlog quota (docs/backlog-quota.md): while the topic is over its quota, a
 send raises BacklogQuotaExceededError (policy producer_error), or blocks up to
@@ -34,7 +31,6 @@ import logging
 import random
 import time
 import uuid
-import zlib
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -63,6 +59,11 @@ from txnq.producer.append_call import (
     append_arguments,
 )
 from txnq.producer.batch import EntryBatch
+from txnq.producer.routing import (
+    PARTITIONS_REFRESH_SECONDS,
+    ROUTING_MODES,
+    partition_for_key,
+)
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
 from txnq.transaction.protocol import OutgoingMessage
@@ -72,10 +73,6 @@ if TYPE_CHECKING:
     from txnq.settings import Settings
 
 log = logging.getLogger("txnq.producer")
-
-ROUTING_MODES = ("key_hash", "round_robin")
-#: How often a producer looks for partitions added to its topic (Pulsar: 60 s).
-PARTITIONS_REFRESH_SECONDS = 60.0
 
 
 def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -> datetime | None:
@@ -88,11 +85,6 @@ def delivery_time(deliver_after: Duration | None, deliver_at: datetime | None) -
     if deliver_at is not None:
         return check_time(deliver_at, "deliver_at")
     return None
-
-
-def partition_for_key(key: bytes, partitions: int) -> int:
-    """The partition of a key: CRC-32 of its bytes modulo the partition count."""
-    return zlib.crc32(key) % partitions
 
 
 class ProducerBase:

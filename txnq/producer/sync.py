@@ -17,8 +17,9 @@ from txnq.database.plans import SyncIO, run
 from txnq.durations import Duration, Size
 from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
-from txnq.producer.base import PARTITIONS_REFRESH_SECONDS, ProducerBase
+from txnq.producer.base import ProducerBase
 from txnq.producer.batch import message_columns
+from txnq.producer.routing import PARTITIONS_REFRESH_SECONDS
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
 from txnq.transaction.protocol import OutgoingMessage, SyncTransaction
