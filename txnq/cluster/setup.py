@@ -23,6 +23,11 @@ from txnq.database.queries import QUERIES
 
 #: The files of the proxy's schema, in the order they run.
 PROXY_FILES = ("cluster.sql", "routed.sql", "routed_ids.sql", "routing.sql", "refused.sql")
+#: Run after txnq_cluster.install_refusals: the views answered over the whole
+#: cluster replace their refusing copies.
+VIEWS_FILE = "views.sql"
+#: The views of schema txnq the proxy answers (views.sql); every other view refuses.
+ROUTED_VIEWS = ("partition_status", "topic_status", "cursor_status", "subscription_status")
 #: The most shards a cluster has (PL/Proxy takes more; the status and the
 #: per-shard loops of the proxy are sized for this).
 MAX_SHARDS = 1024
@@ -152,13 +157,14 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
             conn.execute(proxy_sql(name))
         refusals = conn.execute(QUERIES["cluster_install_refusals"]).fetchone()
         assert refusals is not None
+        conn.execute(proxy_sql(VIEWS_FILE))
         routing = conn.execute(QUERIES["cluster_routing"]).fetchall()
     report = InitReport(
         shards=list(shard_dsns),
         revision=head,
-        routed=sum(1 for row in routing if row[1] != "refused"),
+        routed=sum(1 for row in routing if row[1] != "refused" and row[0] not in ROUTED_VIEWS),
         refused=int(refusals[0]),
-        refused_views=int(refusals[1]),
+        refused_views=int(refusals[1]) - len(ROUTED_VIEWS),
         left_out=list(refusals[2]),
     )
     unhealthy = [s for s in status(proxy_dsn) if not s.healthy or s.schema_revision != head]
