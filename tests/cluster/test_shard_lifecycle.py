@@ -6,18 +6,22 @@ partition once."""
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 from txnq.workers.scheduler_jobs import JOBS, JobContext
+from typer.testing import CliRunner
 
 import txnq
 from tests.cluster.conftest import Cluster
 from tests.helpers import receive_messages
-from txnq.cluster.setup import init, shard_of
+from txnq.cli import app
+from txnq.cluster.setup import init, partition_dsn, scheduler_commands, shard_of
 from txnq.database.migrate import upgrade
 from txnq.settings import load_settings
 
@@ -92,7 +96,10 @@ def test_ttl_and_retention_jobs_run_per_shard_on_the_partitions_it_owns(
             expiring.topic_id,
         )
 
-    outcomes = [_run_jobs(shard, LIFECYCLE_JOBS) for shard in shards]
+    # The shards as `txnq cluster schedulers` gives them to each scheduler.
+    commands = scheduler_commands(proxy)
+    assert [argv[:4] for _, _, argv in commands] == [["txnq", "worker", "scheduler", "--dsn"]] * 2
+    outcomes = [_run_jobs(dsn, LIFECYCLE_JOBS) for _, dsn, _ in commands]
 
     for shard, outcome in zip(shards, outcomes, strict=True):
         # Each shard deleted the two consumed (or expired), closed ledgers of
@@ -136,3 +143,23 @@ def test_ttl_and_retention_jobs_run_per_shard_on_the_partitions_it_owns(
     with txnq.Client(proxy) as client:
         described = client.admin.describe_topic("kept")
     assert [p.earliest_offset for p in described.partitions] == [4, 4]
+
+
+def test_the_cli_prints_one_scheduler_per_shard(small_ledgers: tuple[str, list[str]]) -> None:
+    proxy, shards = small_ledgers
+    runner = CliRunner(env={"COLUMNS": "200", "TXNQ_DSN": None, "TXNQ_CONFIG": None})
+
+    shown = runner.invoke(
+        app, ["cluster", "schedulers", "--dsn", proxy, "--metrics-port", "9100", "--json"]
+    )
+    assert shown.exit_code == 0, shown.output
+    listed = json.loads(shown.stdout)
+    assert [(s["shard"], s["command"][-2:]) for s in listed] == [
+        (0, ["--metrics-port", "9100"]),
+        (1, ["--metrics-port", "9101"]),
+    ]
+    assert [s["dsn"] for s in listed] == [partition_dsn(dsn) for dsn in shards]
+    text = runner.invoke(app, ["cluster", "schedulers", "--dsn", proxy])
+    assert text.exit_code == 0, text.output
+    lines = text.stdout.strip().splitlines()
+    assert [shlex.split(line) for line in lines] == [s["command"][:5] for s in listed]

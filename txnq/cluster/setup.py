@@ -198,6 +198,28 @@ def status(proxy_dsn: str) -> list[ShardStatus]:
     return result
 
 
+def shards(proxy_dsn: str) -> list[tuple[int, str]]:
+    """The cluster's shards as the proxy routes to them: (number, libpq DSN)."""
+    with connect(proxy_dsn, application_name="txnq-cluster") as conn:
+        return [(int(n), str(dsn)) for n, dsn in conn.execute(QUERIES["cluster_shards"])]
+
+
+def scheduler_commands(
+    proxy_dsn: str, metrics_port: int | None = None
+) -> list[tuple[int, str, list[str]]]:
+    """One ``txnq worker scheduler`` per shard (TTL, retention, GC, vacuum and
+    history purge run on each shard's own database; the proxy has none):
+    (shard, DSN, argv). With ``metrics_port``, shard i serves its metrics on
+    ``metrics_port + i``."""
+    commands = []
+    for shard, dsn in shards(proxy_dsn):
+        argv = ["txnq", "worker", "scheduler", "--dsn", dsn]
+        if metrics_port is not None:
+            argv += ["--metrics-port", str(metrics_port + shard)]
+        commands.append((shard, dsn, argv))
+    return commands
+
+
 def _shard_status(conn: psycopg.Connection[Any], shard: int, dsn: str) -> ShardStatus:
     try:
         health = conn.execute(QUERIES["cluster_shard_health"], {"shard": shard}).fetchone()
