@@ -1,14 +1,14 @@
 -- The inspection views an operator reads first, over the whole cluster
 -- (docs/cluster.md, "Inspection views"): the proxy's txnq.partition_status,
--- topic_status, cursor_status and subscription_status have the columns of the
+-- ledger_status, topic_status, cursor_status and subscription_status have the columns of the
 -- shards' views and read every shard. Run by `txnq cluster init` after
 -- txnq_cluster.install_refusals, which made every view of the shards' schema
--- a refusing view of the same columns: these replace four of them (same
+-- a refusing view of the same columns: these replace five of them (same
 -- columns, so CREATE OR REPLACE VIEW takes them), and the PL/Proxy functions
 -- return those views' row types. PL/Proxy receives these rows as text
 -- (timestamptz, arrays, txnq's enums): fine for inspection, not a data path.
 --
--- Per-partition rows (partition_status, cursor_status) come only from the
+-- Per-partition rows (partition_status, ledger_status, cursor_status) come only from the
 -- shard that owns the partition (txnq_cluster.shard_of), so the empty head
 -- rows the other shards keep never show, twice or at all. Per-topic and
 -- per-subscription rows (topic_status, subscription_status) take the metadata
@@ -24,6 +24,14 @@ LANGUAGE plproxy AS $$
     CLUSTER 'txnq';
     RUN ON p_shard;
     SELECT * FROM txnq.partition_status;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.ledger_status_on(p_shard integer)
+RETURNS SETOF txnq.ledger_status
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT * FROM txnq.ledger_status;
 $$;
 
 CREATE OR REPLACE FUNCTION txnq_cluster.topic_status_on(p_shard integer)
@@ -55,6 +63,14 @@ CREATE OR REPLACE VIEW txnq.partition_status AS
 SELECT r.*
   FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
        LATERAL txnq_cluster.partition_status_on(s) r
+ WHERE txnq_cluster.shard_of(r.topic_id, r.partition) = s;
+
+-- Each partition's ledgers from its owner (the other shards hold an empty
+-- open ledger of it).
+CREATE OR REPLACE VIEW txnq.ledger_status AS
+SELECT r.*
+  FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
+       LATERAL txnq_cluster.ledger_status_on(s) r
  WHERE txnq_cluster.shard_of(r.topic_id, r.partition) = s;
 
 -- Each cursor from the owner of its partition. dead_letters is what that
@@ -141,6 +157,7 @@ SELECT m.topic,
 -- counts added up).
 INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('partition_status', 'owned', 'view: each partition from its owner'),
+    ('ledger_status', 'owned', 'view: each partition''s ledgers from its owner'),
     ('cursor_status', 'owned', 'view: each cursor from the owner of its partition'),
     ('topic_status', 'summed', 'view: policies from shard 0, partitions summed from their owners'),
     ('subscription_status', 'summed', 'view: metadata from shard 0, backlog and pending acks added up')

@@ -14,7 +14,7 @@ import pytest
 import txnq
 from tests.cluster.conftest import Cluster
 from tests.helpers import receive_messages
-from txnq.cluster.setup import ROUTED_VIEWS, shard_of
+from txnq.cluster.setup import ROUTED_VIEWS, init, shard_of
 
 #: Columns compared between the proxy's row and the owner's (ages move).
 PARTITION_COLUMNS = (
@@ -116,7 +116,19 @@ def test_views_read_each_partition_from_its_owner_and_add_topic_counts_up(
 
 def test_views_the_proxy_does_not_answer_yet_still_refuse(cluster: Cluster) -> None:
     with cluster.proxy_conn() as conn:
-        for view in ("messages", "transaction_status", "ledger_status"):
+        for view in ("messages", "transaction_status", "entry_log_status"):
             with pytest.raises(psycopg.Error) as raised:
                 conn.execute(f"SELECT * FROM txnq.{view}")
             assert raised.value.sqlstate == "TQ030", view
+
+
+def test_init_again_keeps_the_routed_views_answering(cluster: Cluster) -> None:
+    # install_refusals makes every view refuse again; views.sql follows it.
+    report = init(cluster.proxy, cluster.shards)
+
+    with cluster.shard_conn(0) as shard:
+        views = shard.execute("SELECT count(*) FROM pg_views WHERE schemaname = 'txnq'").fetchone()
+    assert views is not None and report.refused_views == views[0] - len(ROUTED_VIEWS)
+    with cluster.proxy_conn() as conn:
+        for view in ROUTED_VIEWS:
+            conn.execute(f"SELECT count(*) FROM txnq.{view}").fetchone()

@@ -132,6 +132,11 @@ def test_ttl_and_retention_jobs_run_per_shard_on_the_partitions_it_owns(
             "WHERE topic_id = %s ORDER BY partition",
             (expiring.topic_id,),
         ).fetchall()
+        ledgers = conn.execute(
+            "SELECT partition, state, count(*) FROM txnq.ledger_status WHERE topic_id = %s "
+            "GROUP BY 1, 2 ORDER BY 1, 2",
+            (kept.topic_id,),
+        ).fetchall()
         backlog = conn.execute(
             "SELECT backlog_messages FROM txnq.subscription_status WHERE topic_id = %s",
             (expiring.topic_id,),
@@ -140,6 +145,8 @@ def test_ttl_and_retention_jobs_run_per_shard_on_the_partitions_it_owns(
     assert topic == [(10, 2, 2)]
     assert expired == [(0, 4, 0), (1, 4, 0)]
     assert backlog == [(0,)]
+    # Each partition's ledgers once, from its owner.
+    assert ledgers == [(0, "DELETED", 2), (0, "OPEN", 1), (1, "DELETED", 2), (1, "OPEN", 1)]
     with txnq.Client(proxy) as client:
         described = client.admin.describe_topic("kept")
     assert [p.earliest_offset for p in described.partitions] == [4, 4]

@@ -27,7 +27,13 @@ PROXY_FILES = ("cluster.sql", "routed.sql", "routed_ids.sql", "routing.sql", "re
 #: cluster replace their refusing copies.
 VIEWS_FILE = "views.sql"
 #: The views of schema txnq the proxy answers (views.sql); every other view refuses.
-ROUTED_VIEWS = ("partition_status", "topic_status", "cursor_status", "subscription_status")
+ROUTED_VIEWS = (
+    "partition_status",
+    "ledger_status",
+    "topic_status",
+    "cursor_status",
+    "subscription_status",
+)
 #: The most shards a cluster has (PL/Proxy takes more; the status and the
 #: per-shard loops of the proxy are sized for this).
 MAX_SHARDS = 1024
