@@ -152,6 +152,20 @@ SELECT m.topic,
   LEFT JOIN summed b ON b.subscription_id = m.subscription_id
  WHERE m.shard = 0;
 
+-- A shard's lifecycle at a glance, for `txnq cluster status`: the topics,
+-- partitions or entry logs its jobs fail on now (job_failure_status) and when
+-- its latest recorded lifecycle run finished (gc_history keeps the runs that
+-- changed something or failed). A shard whose scheduler is not running shows
+-- no recent run.
+CREATE OR REPLACE FUNCTION txnq_cluster.shard_lifecycle_on(
+    p_shard integer, OUT job_failures bigint, OUT last_lifecycle_run timestamptz)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT (SELECT count(*) FROM txnq.job_failure_status) AS job_failures,
+           (SELECT max(h.finished_at) FROM txnq.gc_history h) AS last_lifecycle_run;
+$$;
+
 -- The routing table says which views the proxy answers (rule as for the
 -- functions: owned = each row from its owner, summed = metadata from shard 0,
 -- counts added up).

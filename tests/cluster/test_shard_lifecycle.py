@@ -21,7 +21,7 @@ import txnq
 from tests.cluster.conftest import Cluster
 from tests.helpers import receive_messages
 from txnq.cli import app
-from txnq.cluster.setup import init, partition_dsn, scheduler_commands, shard_of
+from txnq.cluster.setup import init, partition_dsn, scheduler_commands, shard_of, status
 from txnq.database.migrate import upgrade
 from txnq.settings import load_settings
 
@@ -99,7 +99,11 @@ def test_ttl_and_retention_jobs_run_per_shard_on_the_partitions_it_owns(
     # The shards as `txnq cluster schedulers` gives them to each scheduler.
     commands = scheduler_commands(proxy)
     assert [argv[:4] for _, _, argv in commands] == [["txnq", "worker", "scheduler", "--dsn"]] * 2
+    assert [s.last_lifecycle_run for s in status(proxy)] == [None, None]
     outcomes = [_run_jobs(dsn, LIFECYCLE_JOBS) for _, dsn, _ in commands]
+    # `txnq cluster status` shows each shard's lifecycle: a run, no failure.
+    shown = status(proxy)
+    assert all(s.last_lifecycle_run is not None and s.job_failures == 0 for s in shown), shown
 
     for shard, outcome in zip(shards, outcomes, strict=True):
         # Each shard deleted the two consumed (or expired), closed ledgers of

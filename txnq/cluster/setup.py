@@ -68,6 +68,10 @@ class ShardStatus:
     partitions: int = 0
     entries: int = 0
     backlog_entries: int = 0
+    #: Lifecycle jobs failing on this shard now, and the latest recorded run
+    #: (ISO 8601; None: none recorded, e.g. no scheduler on this shard yet).
+    job_failures: int = 0
+    last_lifecycle_run: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -230,10 +234,11 @@ def _shard_status(conn: psycopg.Connection[Any], shard: int, dsn: str) -> ShardS
     try:
         health = conn.execute(QUERIES["cluster_shard_health"], {"shard": shard}).fetchone()
         topics = conn.execute(QUERIES["cluster_shard_topics_on"], {"shard": shard}).fetchall()
+        lifecycle = conn.execute(QUERIES["cluster_shard_lifecycle"], {"shard": shard}).fetchone()
     except psycopg.Error as error:
         message = (error.diag.message_primary or str(error)).strip()
         return ShardStatus(shard, dsn, healthy=False, error=message)
-    assert health is not None
+    assert health is not None and lifecycle is not None
     return ShardStatus(
         shard,
         dsn,
@@ -245,6 +250,8 @@ def _shard_status(conn: psycopg.Connection[Any], shard: int, dsn: str) -> ShardS
         partitions=sum(int(row[4]) for row in topics),
         entries=sum(int(row[3]) for row in topics),
         backlog_entries=sum(int(row[5]) for row in topics),
+        job_failures=int(lifecycle[0]),
+        last_lifecycle_run=lifecycle[1].isoformat() if lifecycle[1] is not None else None,
     )
 
 
