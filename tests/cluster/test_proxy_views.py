@@ -19,7 +19,8 @@ from txnq.cluster.setup import ROUTED_VIEWS, init, shard_of
 #: Columns compared between the proxy's row and the owner's (ages move).
 PARTITION_COLUMNS = (
     "topic, topic_id, partition, next_offset, high_watermark, max_read_offset, ongoing_txns, "
-    "open_ledger_id, live_ledgers, live_entries, live_messages, live_bytes, live_first_offset"
+    "open_ledger_id, open_ledger_opened_at, live_ledgers, live_entries, live_messages, live_bytes, "
+    "live_first_offset, last_publish_time"
 )
 CURSOR_COLUMNS = (
     "topic, topic_id, subscription, subscription_id, partition, mark_delete_offset, "
@@ -62,6 +63,8 @@ def test_views_read_each_partition_from_its_owner_and_add_topic_counts_up(
         assert set(owners.values()) == {0, 1}
 
         with cluster.proxy_conn() as proxy:
+            # Timestamps cross PL/Proxy as text: the same instants whatever the zone.
+            proxy.execute("SET TimeZone = 'Pacific/Chatham'")
             partitions = _rows(
                 proxy,
                 f"SELECT {PARTITION_COLUMNS} FROM txnq.partition_status "
