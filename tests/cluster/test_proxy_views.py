@@ -15,6 +15,7 @@ import txnq
 from tests.cluster.conftest import Cluster
 from tests.helpers import receive_messages
 from txnq.cluster.setup import ROUTED_VIEWS, init, shard_of
+from txnq.database.queries import QUERIES
 
 #: Columns compared between the proxy's row and the owner's (ages move).
 PARTITION_COLUMNS = (
@@ -135,3 +136,29 @@ def test_init_again_keeps_the_routed_views_answering(cluster: Cluster) -> None:
     with cluster.proxy_conn() as conn:
         for view in ROUTED_VIEWS:
             conn.execute(f"SELECT count(*) FROM txnq.{view}").fetchone()
+
+
+def test_the_consoles_reads_of_these_views_run_through_the_proxy(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("console")
+    with txnq.Client(cluster.proxy) as client:
+        client.admin.create_topic(name, partitions=2)
+        client.subscribe(name, "watcher", initial_position="earliest").close()
+        with client.producer(name, name="p") as producer:
+            producer.send(b"x", partition=1)
+    with cluster.proxy_conn() as conn:
+        read = {
+            query: [row for row in conn.execute(QUERIES[query], {"limit": 1000}) if row[0] == name]
+            for query in (
+                "console_topics",
+                "console_partitions",
+                "console_subscriptions",
+                "console_cursors",
+                "console_ledgers",
+            )
+        }
+    assert [len(rows) for rows in read.values()] == [1, 2, 1, 2, 2]
+    assert read["console_topics"][0][7] == 1  # entries_written
+    assert [row[2] for row in read["console_partitions"]] == [0, 1]  # next_offset
+    assert read["console_subscriptions"][0][6] == 1  # backlog_messages
