@@ -38,6 +38,9 @@ SELECT function_name, rule, note FROM txnq_cluster.routing ORDER BY function_nam
 -- name: cluster_shard_health
 SELECT schema_revision, server_version, database_bytes FROM txnq_cluster.shard_health_on(%(shard)s)
 
+-- name: cluster_shard_lifecycle
+SELECT job_failures, last_lifecycle_run FROM txnq_cluster.shard_lifecycle_on(%(shard)s)
+
 -- name: cluster_shard_topics_on
 -- One shard's topics, with the entries of its own partitions (the others are
 -- empty head rows there) and the backlog of every subscription on them.

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated
 
 import typer
@@ -134,3 +135,30 @@ def cluster_routing(proxy: ProxyOption = None, as_json: JsonOption = False) -> N
         table("Routed through the proxy", ["function", "rule", Column("note", "payload")], routed)
     )
     note(f"{len(rows) - len(routed)} other functions are refused through the proxy (TQ030)")
+
+
+@cluster_app.command("schedulers")
+def cluster_schedulers(
+    proxy: ProxyOption = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            metavar="PORT",
+            show_default=False,
+            help="Give shard i's scheduler --metrics-port PORT + i: metrics per shard.",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the `txnq worker scheduler` command of each shard: TTL, retention,
+    GC, vacuum and history purge run against each shard's own database (the
+    proxy holds no messages). Start one (or more) per shard, e.g. as services."""
+    from txnq.cluster.setup import scheduler_commands
+
+    commands = scheduler_commands(_proxy_dsn(proxy), metrics_port)
+    if as_json:
+        print_json([{"shard": n, "dsn": d, "command": argv} for n, d, argv in commands])
+        return
+    for _shard, _dsn, argv in commands:
+        console.print(shlex.join(argv), markup=False, highlight=False, soft_wrap=True)

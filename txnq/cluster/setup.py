@@ -23,6 +23,17 @@ from txnq.database.queries import QUERIES
 
 #: The files of the proxy's schema, in the order they run.
 PROXY_FILES = ("cluster.sql", "routed.sql", "routed_ids.sql", "routing.sql", "refused.sql")
+#: Run after txnq_cluster.install_refusals: the views answered over the whole
+#: cluster replace their refusing copies.
+VIEWS_FILE = "views.sql"
+#: The views of schema txnq the proxy answers (views.sql); every other view refuses.
+ROUTED_VIEWS = (
+    "partition_status",
+    "ledger_status",
+    "topic_status",
+    "cursor_status",
+    "subscription_status",
+)
 #: The most shards a cluster has (PL/Proxy takes more; the status and the
 #: per-shard loops of the proxy are sized for this).
 MAX_SHARDS = 1024
@@ -57,6 +68,10 @@ class ShardStatus:
     partitions: int = 0
     entries: int = 0
     backlog_entries: int = 0
+    #: Lifecycle jobs failing on this shard now, and the latest recorded run
+    #: (ISO 8601; None: none recorded, e.g. no scheduler on this shard yet).
+    job_failures: int = 0
+    last_lifecycle_run: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -152,13 +167,14 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
             conn.execute(proxy_sql(name))
         refusals = conn.execute(QUERIES["cluster_install_refusals"]).fetchone()
         assert refusals is not None
+        conn.execute(proxy_sql(VIEWS_FILE))
         routing = conn.execute(QUERIES["cluster_routing"]).fetchall()
     report = InitReport(
         shards=list(shard_dsns),
         revision=head,
-        routed=sum(1 for row in routing if row[1] != "refused"),
+        routed=sum(1 for row in routing if row[1] != "refused" and row[0] not in ROUTED_VIEWS),
         refused=int(refusals[0]),
-        refused_views=int(refusals[1]),
+        refused_views=int(refusals[1]) - len(ROUTED_VIEWS),
         left_out=list(refusals[2]),
     )
     unhealthy = [s for s in status(proxy_dsn) if not s.healthy or s.schema_revision != head]
@@ -192,14 +208,37 @@ def status(proxy_dsn: str) -> list[ShardStatus]:
     return result
 
 
+def shards(proxy_dsn: str) -> list[tuple[int, str]]:
+    """The cluster's shards as the proxy routes to them: (number, libpq DSN)."""
+    with connect(proxy_dsn, application_name="txnq-cluster") as conn:
+        return [(int(n), str(dsn)) for n, dsn in conn.execute(QUERIES["cluster_shards"])]
+
+
+def scheduler_commands(
+    proxy_dsn: str, metrics_port: int | None = None
+) -> list[tuple[int, str, list[str]]]:
+    """One ``txnq worker scheduler`` per shard (TTL, retention, GC, vacuum and
+    history purge run on each shard's own database; the proxy has none):
+    (shard, DSN, argv). With ``metrics_port``, shard i serves its metrics on
+    ``metrics_port + i``."""
+    commands = []
+    for shard, dsn in shards(proxy_dsn):
+        argv = ["txnq", "worker", "scheduler", "--dsn", dsn]
+        if metrics_port is not None:
+            argv += ["--metrics-port", str(metrics_port + shard)]
+        commands.append((shard, dsn, argv))
+    return commands
+
+
 def _shard_status(conn: psycopg.Connection[Any], shard: int, dsn: str) -> ShardStatus:
     try:
         health = conn.execute(QUERIES["cluster_shard_health"], {"shard": shard}).fetchone()
         topics = conn.execute(QUERIES["cluster_shard_topics_on"], {"shard": shard}).fetchall()
+        lifecycle = conn.execute(QUERIES["cluster_shard_lifecycle"], {"shard": shard}).fetchone()
     except psycopg.Error as error:
         message = (error.diag.message_primary or str(error)).strip()
         return ShardStatus(shard, dsn, healthy=False, error=message)
-    assert health is not None
+    assert health is not None and lifecycle is not None
     return ShardStatus(
         shard,
         dsn,
@@ -211,6 +250,8 @@ def _shard_status(conn: psycopg.Connection[Any], shard: int, dsn: str) -> ShardS
         partitions=sum(int(row[4]) for row in topics),
         entries=sum(int(row[3]) for row in topics),
         backlog_entries=sum(int(row[5]) for row in topics),
+        job_failures=int(lifecycle[0]),
+        last_lifecycle_run=lifecycle[1].isoformat() if lifecycle[1] is not None else None,
     )
 
 
