@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 CODE := txnq workers migrations tests bench examples scripts
 
-.PHONY: demo test lint bench bench-spark bench-peers install-peers install-plproxy install-spark install-chromium console-screenshots standalone clean
+.PHONY: demo test lint bench bench-spark bench-cluster bench-peers install-peers install-plproxy install-spark install-chromium console-screenshots standalone clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -95,6 +95,9 @@ install-plproxy:
 # same rows (docs/spark.md).
 bench-spark: $(STAMP) install-spark
 	$(PY) bench/spark.py
+
+bench-cluster: $(STAMP) install-plproxy
+	$(PY) -m bench.cluster
 
 # The PostgreSQL JDBC driver for Spark, without Maven: Debian's
 # libpostgresql-jdbc-java (/usr/share/java/postgresql.jar) when it is missing
