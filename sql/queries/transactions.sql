@@ -17,12 +17,12 @@ SELECT state, reason
   FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, %(notify)s)
 
 -- name: end_and_complete_txn
--- Decision and marker phase in one statement, so one PostgreSQL transaction
--- and one commit: the client's commit(wait=True) / abort(). end_txn_v3 (in
--- FROM) runs first; complete_txn_v2's statements then see its decision. If
+-- Decision and marker phase in one function, so one PostgreSQL transaction
+-- and one commit: the client's commit(wait=True) / abort()
+-- (end_and_complete_txn_v1: end_txn_v3 then complete_txn_v2, done once). If
 -- anything fails, nothing is decided and the call can be repeated.
-SELECT e.state, e.reason, txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s) AS final_state
-  FROM txnq.end_txn_v3(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s, false) AS e
+SELECT state, reason, final_state
+  FROM txnq.end_and_complete_txn_v1(%(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s)
 
 -- name: complete_txn
 SELECT txnq.complete_txn_v2(%(txn_tc)s, %(txn_seq)s)

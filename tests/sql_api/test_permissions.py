@@ -60,8 +60,9 @@ USE = {
 }  # fmt: skip
 # Naming a transaction: the role that opened it (each role calls them on its own).
 OWN_TXN = {
-    "end_txn", "complete_txn", "bind_txn", "txn_state", "txn_describe", "txn_describe_partitions",
-    "txn_describe_subscriptions", "txn_history", "sink_begin", "sink_prepare", "sink_forget",
+    "end_txn", "end_and_complete_txn", "complete_txn", "bind_txn", "txn_state", "txn_describe",
+    "txn_describe_partitions", "txn_describe_subscriptions", "txn_history", "sink_begin",
+    "sink_prepare", "sink_forget",
 }  # fmt: skip
 # No topic named: every application role may (listings show only what it may see).
 ANY_CLIENT = {

@@ -9,13 +9,14 @@ data-path call is one statement is one round trip.
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from sqlalchemy import URL, Engine, create_engine, make_url
+from sqlalchemy import URL, Engine, create_engine, event, exc, make_url
 
 from txnq import errors
 
@@ -89,14 +90,49 @@ def create_engine_for(dsn: str, *, pool_size: int = 5, application_name: str = "
     url = sqlalchemy_url(dsn)
     if "application_name" not in url.query:
         url = url.update_query_dict({"application_name": application_name})
-    return create_engine(
+    engine = create_engine(
         url,
         isolation_level="AUTOCOMMIT",
         pool_size=pool_size,
         max_overflow=pool_size * 4,
-        pool_pre_ping=True,
         pool_recycle=3600,
     )
+    event.listen(engine, "checkout", _refuse_dead_connection)
+    return engine
+
+
+def _refuse_dead_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """The pool's check at checkout, instead of SQLAlchemy's ``pool_pre_ping``.
+
+    A pre-ping is a round trip (``SELECT 1``) before every pooled call: with a
+    transaction's open and commit on the pool, it was a fifth of ``commit()``'s
+    client time (issue 23, docs/benchmarks.md). A connection idle in the pool
+    sends nothing and receives nothing, unless the server ended it: a
+    terminated backend, a server restart or an idle-session timeout send an
+    error and close the socket, and a dead socket reads as closed. So a socket
+    that has something to read, or a connection psycopg knows is closed, is
+    thrown away (``DisconnectionError``: the pool connects anew, up to three
+    times) before the caller gets it, with no round trip. What this cannot see
+    (a peer that vanished without closing, e.g. a cut network) a pre-ping
+    would only see after its own timeout too; the calls' retries cover it.
+    """
+    conn = getattr(dbapi_connection, "driver_connection", dbapi_connection)
+    try:
+        dead = conn.closed or conn.broken or _readable(conn.fileno())
+    except (OSError, ValueError, psycopg.Error):
+        dead = True
+    if dead:
+        raise exc.DisconnectionError("the pooled connection was closed by the server")
+
+
+def _readable(fd: int) -> bool:
+    """Whether the socket ``fd`` has data or an end to read now (no wait).
+    poll() where there is one: select() refuses descriptors past 1024."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 def connect(dsn: str, *, application_name: str = "txnq") -> psycopg.Connection[Any]:
