@@ -6,9 +6,12 @@ throughput, latency) and the anomaly counts per class.
     python bench/chaos.py        # 200,000 messages, faults, 3-minute hold, 60 s load
     python bench/chaos.py --messages 20000 --hold-seconds 30 --load-seconds 15  # CI's size
     python bench/chaos.py --dsn postgresql://postgres@127.0.0.1:5432/postgres  # hold, load here
+    python bench/chaos.py --shards 2 --messages 20000 --hold-seconds 30 --load-seconds 15  # cluster
 
 The copier always runs on a PostgreSQL of its own (the embedded 18 on a free
-port), since it restarts it. The held-xmin and load workloads run in a fresh
+port), since it restarts it; with ``--shards N`` on a cluster of its own
+(a PL/Proxy proxy and N shards on throwaway PostgreSQL 15 servers), restarting
+one shard at a time. The held-xmin and load workloads run in a fresh
 database on ``--dsn`` (dropped afterwards), or on their own embedded server.
 Exit status 1 when any anomaly, error or deadlock was found.
 """
@@ -70,7 +73,19 @@ def main() -> int:
     p.add_argument("--kills-per-copier", type=int, default=5)
     p.add_argument("--coordinators", type=int, default=2)
     p.add_argument("--coordinator-kills", type=int, default=4)
-    p.add_argument("--postgres-restarts", type=int, default=2)
+    p.add_argument(
+        "--postgres-restarts",
+        type=int,
+        default=2,
+        help="server restarts (with --shards: shard restarts, each shard in turn)",
+    )
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        help="run the copier on a cluster of its own with this many shards (a power of two; "
+        "PostgreSQL 15 and PL/Proxy: make install-plproxy) instead of one server",
+    )
     p.add_argument("--pause", type=float, default=0.05, help="seconds each transaction stays open")
     p.add_argument("--hold-seconds", type=float, default=180)
     p.add_argument("--phase-seconds", type=float, default=20)
@@ -82,6 +97,8 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
+    if args.shards < 0 or args.shards & (args.shards - 1):
+        p.error(f"--shards must be 0 (one server) or a power of two, not {args.shards}")
 
     rows: list[tuple[str, str, str, str, str, str]] = []
     per_class: dict[str, dict[str, int]] = {}
@@ -102,6 +119,7 @@ def main() -> int:
             pause=args.pause,
             timeout=args.timeout,
             seed=args.seed,
+            shards=args.shards,
         )
         result = run_copier(
             config, progress=lambda d, t, n: print(f"  copier [{d}/{t}] {n}", flush=True)

@@ -1,10 +1,18 @@
-"""The processes a chaos run owns and bounces: a PostgreSQL server of its own,
-txnq's workers and the copiers.
+"""The processes a chaos run owns and bounces: a PostgreSQL server of its own
+(or a sharded cluster of its own), txnq's workers and the copiers.
 
 The server is the embedded PostgreSQL 18 (``txnq.database.embedded``) in a temporary
 home, listening on a free 127.0.0.1 port: the run may restart it (``pg_ctl
 restart -m fast`` keeps the port, so every client's DSN stays valid) whatever
-server the rest of the test suite uses.
+server the rest of the test suite uses. :class:`OwnedCluster` is the same for
+a cluster (docs/cluster.md): a PL/Proxy proxy and N shards on throwaway
+servers of the machine's PostgreSQL 15 (``txnq.cluster.servers``); the clients
+use the proxy, and a restart is one shard's, in turn.
+
+Both answer what the harness needs of "the database": ``dsn`` (what clients
+and the coordinator workers use), ``direct_dsns`` (where txnq's tables are
+read to check the run: the one server, or every shard), ``scheduler_dsns``
+(one scheduler each: the lifecycle runs per shard) and ``restart()``.
 """
 
 from __future__ import annotations
@@ -66,6 +74,59 @@ class OwnedServer:
             self.server.stop()
         finally:
             shutil.rmtree(self.home, ignore_errors=True)
+
+    @property
+    def direct_dsns(self) -> list[str]:
+        return [self.dsn]
+
+    @property
+    def scheduler_dsns(self) -> list[str]:
+        return [self.dsn]
+
+    def describe(self) -> str:
+        return f"server {self.dsn}"
+
+
+class OwnedCluster:
+    """A proxy and ``shards`` shard servers this run starts, restarts and stops."""
+
+    def __init__(self, shards: int = 2) -> None:
+        from txnq.cluster.servers import ThrowawayServers
+
+        self.servers = ThrowawayServers(shards)
+        self.dsn = ""
+        self._restarts = 0
+
+    def start(self) -> str:
+        from txnq.cluster.setup import init
+
+        self.servers.start()
+        assert self.servers.proxy is not None
+        init(self.servers.proxy.dsn, self.direct_dsns)
+        self.dsn = self.servers.proxy.dsn
+        return self.dsn
+
+    def restart(self) -> float:
+        """A fast restart of one shard server (the next one each time); seconds it took."""
+        shard = self.servers.shards[self._restarts % len(self.servers.shards)]
+        self._restarts += 1
+        started = time.monotonic()
+        self.servers.restart(shard)
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        self.servers.stop()
+
+    @property
+    def direct_dsns(self) -> list[str]:
+        return [shard.dsn for shard in self.servers.shards]
+
+    @property
+    def scheduler_dsns(self) -> list[str]:
+        return self.direct_dsns
+
+    def describe(self) -> str:
+        return f"cluster: proxy {self.dsn}, shards {', '.join(self.direct_dsns)}"
 
 
 @dataclass

@@ -20,7 +20,7 @@ import psycopg
 
 import txnq
 
-from .cluster import Managed, OwnedServer, child_env, copier, worker
+from .cluster import Managed, OwnedCluster, OwnedServer, child_env, copier, worker
 from .history import History, Report, check
 
 INPUT, OUTPUT = "chaos-in", "chaos-out"
@@ -185,6 +185,10 @@ class CopierConfig:
     timeout: float = 600.0
     seed: int = 1
     log_dir: str | None = None
+    # 0: one server of its own (the embedded PostgreSQL 18). N (a power of
+    # two): a cluster of its own, a proxy and N shards on throwaway
+    # PostgreSQL 15 servers (docs/cluster.md); its restarts are one shard's.
+    shards: int = 0
 
 
 @dataclass
@@ -205,6 +209,8 @@ class CopierResult:
     verifier_distinct: int
     log_dir: str
     notes: list[str] = field(default_factory=list)
+    # Transactions whose rows on a cluster's shards did not all end alike.
+    disagreeing_txns: int = 0
 
     @property
     def throughput(self) -> float:
@@ -219,6 +225,7 @@ class CopierResult:
             and self.extra_outputs == 0
             and self.output_count == self.output_distinct
             and self.order_violations == 0
+            and self.disagreeing_txns == 0
         )
 
 
@@ -264,36 +271,54 @@ def _read_copier_logs(log_dir: Path, names: list[str]) -> dict[str, dict[str, An
     return txns
 
 
-def _final_states(dsn: str, txn_ids: list[str]) -> dict[str, str]:
+def _final_states(dsns: list[str], txn_ids: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Each transaction's state, read on every server that holds it, and the
+    transactions those servers disagree on (a cluster's shards each keep a
+    row of a transaction that wrote or acknowledged on them: once settled,
+    they must all say the same)."""
     pairs = [tuple(int(x) for x in t.split(":")) for t in txn_ids]
     if not pairs:
-        return {}
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT tc_id, txn_seq, state FROM txnq.transactions"
-            " WHERE (tc_id, txn_seq) IN (SELECT * FROM unnest(%s::int[], %s::bigint[]))",
-            ([p[0] for p in pairs], [p[1] for p in pairs]),
-        ).fetchall()
-    return {f"{tc}:{seq}": state for tc, seq, state in rows}
+        return {}, []
+    seen: dict[str, set[str]] = {}
+    for dsn in dsns:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT tc_id, txn_seq, state FROM txnq.transactions"
+                " WHERE (tc_id, txn_seq) IN (SELECT * FROM unnest(%s::int[], %s::bigint[]))",
+                ([p[0] for p in pairs], [p[1] for p in pairs]),
+            ).fetchall()
+        for tc, seq, state in rows:
+            seen.setdefault(f"{tc}:{seq}", set()).add(state)
+    states = {txn: next(iter(found)) for txn, found in seen.items() if len(found) == 1}
+    disagreements = [
+        f"transaction {txn}: the servers say {sorted(found)}"
+        for txn, found in seen.items()
+        if len(found) > 1
+    ]
+    return states, disagreements
 
 
-def _wait_transactions_settled(dsn: str, timeout: float) -> int:
-    """Wait until no transaction is open or half-finished; how many still are."""
+def _wait_transactions_settled(dsns: list[str], timeout: float) -> int:
+    """Wait until no transaction is open or half-finished on any of the
+    servers; how many still are."""
     deadline = time.monotonic() + timeout
     while True:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM txnq.transactions"
-                " WHERE state IN ('OPEN', 'COMMITTING', 'ABORTING')"
-            ).fetchone()
-        left = int(row[0]) if row else 0
+        left = 0
+        for dsn in dsns:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM txnq.transactions"
+                    " WHERE state IN ('OPEN', 'COMMITTING', 'ABORTING')"
+                ).fetchone()
+            left += int(row[0]) if row else 0
         if left == 0 or time.monotonic() > deadline:
             return left
         time.sleep(0.5)
 
 
-def diagnose(dsn: str) -> str:
-    """Where a stalled run stands: unfinished transactions, partition heads, cursors."""
+def diagnose(dsns: str | list[str]) -> str:
+    """Where a stalled run stands: unfinished transactions, partition heads,
+    cursors (on every server of a cluster)."""
     queries = {
         "unfinished transactions": "SELECT tc_id, txn_seq, state, reason, transactional_id,"
         " opened_at, timeout_at FROM txnq.transactions"
@@ -308,13 +333,15 @@ def diagnose(dsn: str) -> str:
         "consumers": "SELECT * FROM txnq.consumers",
     }
     out = []
-    try:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            for title, query in queries.items():
-                out.append(f"-- {title}")
-                out.extend(repr(r) for r in conn.execute(query).fetchall())
-    except psycopg.Error as exc:
-        out.append(f"(diagnosis failed: {exc})")
+    for dsn in [dsns] if isinstance(dsns, str) else dsns:
+        out.append(f"== {dsn}")
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                for title, query in queries.items():
+                    out.append(f"-- {title}")
+                    out.extend(repr(r) for r in conn.execute(query).fetchall())
+        except psycopg.Error as exc:
+            out.append(f"(diagnosis failed: {exc})")
     return "\n".join(out)
 
 
@@ -324,7 +351,9 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
     log_dir = Path(config.log_dir or tempfile.mkdtemp(prefix="txnq-chaos-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    server = OwnedServer()
+    server: OwnedServer | OwnedCluster = (
+        OwnedCluster(config.shards) if config.shards else OwnedServer()
+    )
     managed: list[Managed] = []
     verifier: Recorder | None = None
     notes: list[str] = []
@@ -336,15 +365,21 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
 
     try:
         dsn = server.start()
-        say(f"server {dsn}")
+        say(server.describe())
         with txnq.Client(dsn) as client:
             client.admin.create_topic(INPUT, partitions=config.input_partitions)
             client.admin.create_topic(OUTPUT, partitions=config.output_partitions)
             inputs = _seed(client, config)
         say(f"seeded {len(inputs)} messages")
 
-        env = child_env(dsn, consumer_lease_seconds="3", poll_interval_seconds="0.5")
-        scheduler = worker("scheduler", "scheduler", dsn, env, log_dir)
+        settings = {"consumer_lease_seconds": "3", "poll_interval_seconds": "0.5"}
+        env = child_env(dsn, **settings)
+        # The lifecycle (timeouts, TTL, ...) runs per server: one scheduler
+        # each, against a cluster's shards directly (docs/cluster.md).
+        schedulers = [
+            worker(f"scheduler-{i}", "scheduler", target, child_env(target, **settings), log_dir)
+            for i, target in enumerate(server.scheduler_dsns)
+        ]
         coordinators = [
             worker(f"coordinator-{i}", "coordinator", dsn, env, log_dir)
             for i in range(config.coordinators)
@@ -362,7 +397,7 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
             )
             for i in range(config.copiers)
         ]
-        managed = [scheduler, *coordinators, *copiers]
+        managed = [*schedulers, *coordinators, *copiers]
         history = History()
         verifier = Recorder(dsn, OUTPUT, "verifier", history, process="verifier")
         verifier.start()
@@ -400,7 +435,8 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
                 last_progress = (done, time.monotonic())
             elif time.monotonic() - last_progress[1] > 60:
                 raise TimeoutError(
-                    f"no progress for 60 s at {done} of {config.messages}:\n" + diagnose(dsn)
+                    f"no progress for 60 s at {done} of {config.messages}:\n"
+                    + diagnose(server.direct_dsns)
                 )
             # Faults at their share of progress, at least one transaction apart --
             # unless progress jumped past several shares in one poll (a burst
@@ -437,17 +473,18 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
         time.sleep(2.0)
         for m in copiers:
             m.stop()
-        left = _wait_transactions_settled(dsn, 30)
+        left = _wait_transactions_settled(server.direct_dsns, 30)
         if left:
             notes.append(f"{left} transactions still unfinished after 30 s")
         time.sleep(1.0)
         verifier.stop()
-        for m in [scheduler, *coordinators]:
+        for m in [*schedulers, *coordinators]:
             m.stop()
 
         final = read_all(dsn, OUTPUT, "final")
         txns = _read_copier_logs(log_dir, [c.name for c in copiers])
-        states = _final_states(dsn, list(txns))
+        states, disagreements = _final_states(server.direct_dsns, list(txns))
+        notes.extend(disagreements)
         counts = {"committed": 0, "aborted": 0, "unknown_resolved": 0, "unknown": 0}
         for name, t in txns.items():
             state = states.get(name)
@@ -514,6 +551,7 @@ def run_copier(config: CopierConfig, progress: Any = None) -> CopierResult:
             verifier_distinct=len(verifier.seen),
             log_dir=str(log_dir),
             notes=notes,
+            disagreeing_txns=len(disagreements),
         )
     finally:
         if verifier is not None and verifier.is_alive():
