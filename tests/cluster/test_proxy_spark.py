@@ -168,6 +168,17 @@ def test_read_committed_through_the_proxy_reads_every_partition_on_its_shard(
             assert frame_ids(source) == expected
         finally:
             hanging.commit()
+    # An empty range reads nothing, on a shard (the proxy has no messages).
+    assert read_committed(spark, topic, "latest", dsn=cluster.proxy).count() == 0
+    # Plain SQL through the proxy: one partition's messages from its owner.
+    rows = 0
+    for partition, shard in placed.items():
+        query = "SELECT entry_offset FROM txnq.read_committed_v1(%s, %s, 0, 100)"
+        with cluster.proxy_conn() as proxy, cluster.shard_conn(shard) as owner:
+            through = proxy.execute(query, (info.topic_id, partition)).fetchall()
+            assert through == owner.execute(query, (info.topic_id, partition)).fetchall()
+            rows += len(through)
+    assert rows == 82  # the open transaction committed meanwhile
     # After the commit a new range has everything, the same way.
     after = read_committed(spark, topic, dsn=cluster.proxy)
     assert frame_ids(after) == committed_ids(cluster, topic)
