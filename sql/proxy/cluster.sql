@@ -41,10 +41,11 @@ CREATE TABLE IF NOT EXISTS txnq_cluster.shards (
 --   owned      every shard, keeping the rows of the partitions it owns
 --   summed     every shard, per-partition counts added up (a shard holds
 --              empty head rows of the partitions it does not own)
+--   proxy      answered by the proxy from its own configuration (spark.sql)
 --   refused    raises TQ030: not supported through a proxy yet
 CREATE TABLE IF NOT EXISTS txnq_cluster.routing (
     function_name text PRIMARY KEY,
-    rule text NOT NULL CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'refused')),
+    rule text NOT NULL CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'refused')),
     note text NOT NULL DEFAULT ''
 );
 

@@ -2,7 +2,8 @@
 -- one row per function of schema txnq that the proxy routes. The single place
 -- that says how each call of the Python client reaches the shards
 -- (docs/cluster.md copies it); refused.sql adds a 'refused' row for every
--- other function of a shard's schema txnq.
+-- other function of a shard's schema txnq; spark.sql adds the rows of the
+-- Spark functions it routes.
 INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('append_v5', 'partition', 'produce, single and batched; idempotence and fencing on the owning shard'),
     ('fetch_v4', 'partition', 'exclusive and failover consume'),

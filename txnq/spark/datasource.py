@@ -91,6 +91,22 @@ def _resolve(options: dict[str, str], start: Bound, end: Bound) -> CommittedRang
     return committed_range(_topic(options), start, end, dsn=options.get("dsn"))
 
 
+def _resolve_with_shards(
+    options: dict[str, str], start: Bound, end: Bound
+) -> tuple[CommittedRange, dict[int, str]]:
+    """The range, and per partition the DSN of its shard through a cluster's
+    proxy (empty on one server: every piece reads at the option's DSN)."""
+    from txnq.client import Client
+    from txnq.spark.read import committed_range, partition_count
+    from txnq.spark.shards import partition_dsns
+
+    with Client(options.get("dsn")) as client:
+        committed = committed_range(_topic(options), start, end, client=client)
+        with client.connection() as conn:
+            dsns = partition_dsns(conn, client.dsn, committed.topic_id, partition_count(committed))
+    return committed, dsns
+
+
 def _with_dsn(options: dict[str, str]) -> dict[str, str]:
     """The options with the DSN resolved on the driver (TXNQ_DSN, or the
     embedded server's), so Python workers connect to the same server."""
@@ -160,9 +176,13 @@ def _parallelism(options: dict[str, str], default: int) -> int:
     return value
 
 
-def _pieces(committed: CommittedRange, dsn: str | None, slices: int) -> list[RangePiece]:
+def _pieces(
+    committed: CommittedRange, dsn: str | None, slices: int, dsns: dict[int, str]
+) -> list[RangePiece]:
+    """The pieces of the range, each read at the DSN of its partition's shard
+    (``dsns``, through a cluster's proxy) or at ``dsn``."""
     return [
-        RangePiece(dsn, committed.topic_id, partition, lo, hi)
+        RangePiece(dsns.get(partition, dsn), committed.topic_id, partition, lo, hi)
         for partition, lo, hi in split(committed, slices)
     ]
 
@@ -178,11 +198,11 @@ class TxnqReader(DataSourceReader):  # type: ignore[misc, unused-ignore]
                 datetime.fromisoformat(options["startingTimestamp"]), "startingTimestamp"
             )
         end = _bound(options, "endingOffsets", "latest")
-        self.range = _resolve(options, start, end)
+        self.range, self.dsns = _resolve_with_shards(options, start, end)
 
     def partitions(self) -> Sequence[InputPartition]:
         slices = _parallelism(self.options, 2 * max(1, len(self.range.offsets)))
-        return _pieces(self.range, self.options.get("dsn"), slices) or [
+        return _pieces(self.range, self.options.get("dsn"), slices, self.dsns) or [
             RangePiece(None, self.range.topic_id, 0, 0, 0)
         ]
 
@@ -217,9 +237,7 @@ class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc, unused-ign
         return latest
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        from txnq.spark.read import committed_range
-
-        topic = committed_range(_topic(self.options), "latest", "latest", dsn=self.dsn)
+        topic, dsns = _resolve_with_shards(self.options, "latest", "latest")
         offsets = {
             int(p): (int(start.get(p, 0)), int(e))
             for p, e in end.items()
@@ -227,7 +245,7 @@ class TxnqStreamReader(DataSourceStreamReader):  # type: ignore[misc, unused-ign
         }
         committed = CommittedRange(topic.topic, topic.topic_id, offsets)
         slices = _parallelism(self.options, 2 * max(1, len(offsets)))
-        return _pieces(committed, self.dsn, slices)
+        return _pieces(committed, self.dsn, slices, dsns)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, RangePiece)

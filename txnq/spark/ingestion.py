@@ -17,6 +17,11 @@ overwrites by run number (:func:`parquet_sink`) or upserts by message id ends
 with every message once: no duplicates, and no gaps, since each plan starts
 where the committed one ended. One run of an ingestion at a time: a session
 advisory lock on its name (:class:`IngestionBusyError` otherwise).
+
+Through a cluster's proxy the same steps run unchanged: the proxy keeps the
+position on every shard (each shard the offsets of the partitions it owns,
+``sql/proxy/spark.sql``) and settles a run that died between two shards, and
+the range is read on the shards directly (``txnq.spark.shards``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from txnq.errors import IngestionBusyError, InvalidArgumentError
 from txnq.failpoints import failpoint
 from txnq.names import validate_name
 from txnq.spark.ranges import CommittedRange, resolve
-from txnq.spark.read import read_range
+from txnq.spark.read import partition_count, read_range
+from txnq.spark.shards import partition_dsns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -140,7 +146,8 @@ def _run(
             raise IngestionBusyError(f"ingestion {name!r} was planned by another run meanwhile")
         run = IngestRun(name, int(row[0]), CommittedRange(topic, topic_id, offsets), False)
     failpoint("spark_ingest_after_plan")
-    frame = read_range(spark, run.range, client.dsn, parallelism=parallelism)
+    dsns = partition_dsns(conn, client.dsn, topic_id, partition_count(run.range))
+    frame = read_range(spark, run.range, client.dsn, parallelism=parallelism, partition_dsns=dsns)
     sink(frame, run)
     failpoint("spark_ingest_after_sink")
     conn.execute(QUERIES["spark_ingestion_commit"], {"name": name, "run": run.run})

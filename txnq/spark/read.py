@@ -7,16 +7,23 @@ txnq partition and an offset interval of it, so each is an index range scan of
 ``txnq.committed_messages``). The pieces run at different times in different
 tasks, and still read one consistent range: rows at or below a max read offset
 never change, while producers and transactions keep appending above it.
+
+Through a cluster's proxy (docs/cluster.md) the range is fixed the same way
+(each partition's bounds from its owner), and each piece is read on the shard
+that owns its partition (``txnq.spark.shards``): one JDBC relation per shard,
+unioned, so the tasks read the shards directly and in parallel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from txnq import errors
 from txnq.client import Client
 from txnq.spark.environment import jdbc_target, require_jdbc_driver
 from txnq.spark.ranges import Bound, CommittedRange, check_bound, resolve, split
+from txnq.spark.shards import partition_dsns as lookup_partition_dsns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -154,12 +161,17 @@ def read_committed(
     client = Client(dsn)
     try:
         committed = committed_range(topic, start, end, client=client)
+        with client.connection() as conn:
+            dsns = lookup_partition_dsns(
+                conn, client.dsn, committed.topic_id, partition_count(committed)
+            )
         return read_range(
             spark,
             committed,
             client.dsn,
             parallelism=parallelism,
             parse_properties=parse_properties,
+            partition_dsns=dsns,
         )
     finally:
         client.close()
@@ -172,8 +184,13 @@ def read_range(
     *,
     parallelism: int | None = None,
     parse_properties: bool = True,
+    partition_dsns: Mapping[int, str] | None = None,
 ) -> DataFrame:
-    """A DataFrame of a range resolved before (ingestions reread a planned one)."""
+    """A DataFrame of a range resolved before (ingestions reread a planned one).
+
+    ``partition_dsns``: per partition the DSN of the shard that owns it, when
+    ``dsn`` is a cluster's proxy (:func:`txnq.spark.shards.partition_dsns`;
+    empty: everything is at ``dsn``); None looks it up at ``dsn``."""
     if parallelism is not None and (
         isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
     ):
@@ -181,18 +198,38 @@ def read_range(
             f"parallelism must be a positive int, not {parallelism!r}"
         )
     require_jdbc_driver(spark)
-    target = jdbc_target(dsn)
+    if partition_dsns is None:
+        from txnq.database.connections import connect
+
+        with connect(dsn, application_name="txnq-spark") as conn:
+            partition_dsns = lookup_partition_dsns(
+                conn, dsn, committed.topic_id, partition_count(committed)
+            )
     slices = parallelism or int(spark.sparkContext.defaultParallelism)
     # Every number below is an int of our own (topic id, offsets), formatted
-    # with :d: the predicates carry no user text.
-    predicates = [
-        f"topic_id = {committed.topic_id:d} AND partition = {partition:d}"
-        f" AND entry_offset >= {lo:d} AND entry_offset < {hi:d}"
-        for partition, lo, hi in split(committed, slices)
-    ] or ["false"]
-    properties = {**target.properties, "fetchsize": str(JDBC_FETCH_SIZE)}
-    frame = spark.read.jdbc(target.url, VIEW, predicates=predicates, properties=properties)
+    # with :d: the predicates carry no user text. Grouped by the server that
+    # holds the partition: one server, or each partition's shard.
+    by_server: dict[str, list[str]] = {}
+    for partition, lo, hi in split(committed, slices):
+        by_server.setdefault(partition_dsns.get(partition, dsn), []).append(
+            f"topic_id = {committed.topic_id:d} AND partition = {partition:d}"
+            f" AND entry_offset >= {lo:d} AND entry_offset < {hi:d}"
+        )
+    if not by_server:  # an empty range: a query of no rows (on a shard: a proxy has no messages)
+        by_server[next(iter(partition_dsns.values()), dsn)] = ["false"]
+    frame: DataFrame | None = None
+    for server, predicates in by_server.items():
+        target = jdbc_target(server)
+        properties = {**target.properties, "fetchsize": str(JDBC_FETCH_SIZE)}
+        piece = spark.read.jdbc(target.url, VIEW, predicates=predicates, properties=properties)
+        frame = piece if frame is None else frame.union(piece)
+    assert frame is not None
     return to_messages(frame, parse_properties=parse_properties)
+
+
+def partition_count(committed: CommittedRange) -> int:
+    """How many partitions a range's topic had when it was fixed."""
+    return max(committed.offsets, default=-1) + 1
 
 
 def to_messages(frame: DataFrame, *, parse_properties: bool = True) -> DataFrame:

@@ -46,6 +46,7 @@ from txnq.database.queries import QUERIES
 from txnq.durations import Duration, parse_duration
 from txnq.names import validate_name
 from txnq.spark.appender import TxnAppender
+from txnq.spark.shards import refuse_writes_through_proxy
 from txnq.transaction import TxnId
 
 
@@ -92,6 +93,8 @@ class TwoPhaseCommitSink:
         self._own_client = client is None
         self._client = client if client is not None else Client(dsn)
         try:
+            with self._client.connection() as conn:
+                refuse_writes_through_proxy(conn)  # transactions span shards: not routed yet
             self._topic = self._client.admin.get_topic(topic)
             _, max_timeout = self._client._transaction_limits()
             self._timeout = (
