@@ -221,6 +221,17 @@ def test_max_redeliveries_move_exactly_the_failed_messages_to_the_dead_letter_to
             assert props["DEAD_LETTER_REASON"].startswith("delivered 3 times")
         backlog = {s.name: s.backlog_entries for s in client.admin.list_subscriptions(name)}
         assert backlog == {"sub": 0}
+    # The proxy's cursor_status counts each cursor's dead letters on the shard
+    # that owns the dead-letter partition.
+    per_dlq_partition = defaultdict(int)
+    for letter in letters:
+        per_dlq_partition[letter.message_id.partition] += 1
+    with cluster.proxy_conn() as conn:
+        rows = conn.execute(
+            "SELECT partition, dead_letters FROM txnq.cursor_status WHERE topic = %s ORDER BY 1",
+            (name,),
+        ).fetchall()
+    assert rows == [(p, per_dlq_partition[p % 2]) for p in range(4)]
 
 
 def test_a_dead_letter_move_retried_after_a_failure_appends_one_copy(
@@ -272,7 +283,8 @@ def test_delayed_messages_come_at_their_time_from_both_shards(
             with client.producer(name, name="p") as producer:
                 sent_at = time.monotonic()
                 for partition in (0, 1):
-                    producer.send(f"late{partition}".encode(), partition=partition, deliver_after="2s")
+                    value = f"late{partition}".encode()
+                    producer.send(value, partition=partition, deliver_after="2s")
                 producer.send(b"now", partition=1)
             first = consumer.receive(timeout=RECEIVE_TIMEOUT)
             assert first is not None and first.value == b"now"
