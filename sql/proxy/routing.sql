@@ -38,6 +38,8 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('ack_shared_v5', 'partition', 'shared and key_shared: individual acks (outside a transaction)'),
     ('nack_shared_v3', 'partition', 'shared and key_shared: negative acks, redelivered after their delay'),
     ('append_delayed_v2', 'partition', 'delayed delivery: the owning shard''s claims hand it out when due'),
+    ('dead_letter_v3', 'partition', 'a message the consumer cannot decode: read on its shard, the copy appended on '
+                                    'the dead-letter partition''s shard first (unless there already), then acked'),
     ('release_claims_v3', 'all', 'a consumer''s claims (or dead consumers'') released on every shard, counts added up'),
     ('next_visible_claim_v2', 'all', 'the earliest next visible claim of the shards'),
     ('claim_v6', 'spread', 'shared and key_shared: each shard''s claim_v6 in turn from a shard the consumer and '

@@ -156,31 +156,27 @@ LANGUAGE plproxy AS $$
                           AND p ->> 'REAL_SUBSCRIPTION' = p_subscription));
 $$;
 
--- txnq_cluster.move_dead_letter: a message this consumer claimed past its
--- dead-letter policy, moved as dead_letter_v3 moves it on one server (same
--- copy, same properties, partition p % n of the dead-letter topic), in two
--- steps on two shards: the copy appended on the dead-letter partition's
--- shard (unless a failed move appended it already), then the original
--- acknowledged on its own shard (ack_shared_v5: the claim goes, the cursor
--- follows).
-CREATE OR REPLACE FUNCTION txnq_cluster.move_dead_letter(
-    p_topic_id integer, p_partition integer, p_subscription_id bigint, p_entry_offset bigint,
-    p_batch_index integer, p_dead_letter_topic_id integer, p_max_redeliver_count integer,
-    p_redelivery_count integer, p_publish_time timestamptz, p_payload bytea, p_key bytea,
-    p_properties jsonb, p_event_time timestamptz)
+-- txnq_cluster.append_dead_letter: the copy of a message for the dead-letter
+-- topic, as dead_letter_v3 makes it on one server (properties that are not an
+-- object of strings kept as strings, REAL_TOPIC, REAL_SUBSCRIPTION,
+-- ORIGIN_MESSAGE_ID, REDELIVERY_COUNT, DEAD_LETTER_REASON; an event time no
+-- client can read left out), appended with append_v5 to partition p % n of
+-- the dead-letter topic on the shard that owns it, unless p_look and that
+-- partition holds the copy already (a move that appended it and failed
+-- before acknowledging the original).
+CREATE OR REPLACE FUNCTION txnq_cluster.append_dead_letter(
+    p_topic_name text, p_subscription_name text, p_partition integer, p_entry_offset bigint,
+    p_batch_index integer, p_dead_letter_topic_id integer, p_redelivery_count integer, p_reason text,
+    p_look boolean, p_publish_time timestamptz, p_payload bytea, p_key bytea, p_properties jsonb,
+    p_event_time timestamptz)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_source record;
     v_target integer;
-    v_origin text;
+    v_origin text := format('%s:%s:%s:%s', p_topic_name, p_partition, p_entry_offset, p_batch_index);
     v_properties jsonb := p_properties;
 BEGIN
-    SELECT * INTO v_source
-      FROM txnq_cluster.dead_letter_source(p_topic_id, p_partition, p_subscription_id, p_entry_offset,
-                                           p_batch_index);
     v_target := p_partition % txnq.topic_partition_count_v1(p_dead_letter_topic_id);
-    v_origin := format('%s:%s:%s:%s', v_source.topic_name, p_partition, p_entry_offset, p_batch_index);
     IF jsonb_typeof(v_properties) IS DISTINCT FROM 'object' THEN
         v_properties := CASE WHEN v_properties IS NULL OR v_properties = 'null'::jsonb THEN '{}'::jsonb
                              ELSE jsonb_build_object('ORIGINAL_PROPERTIES', v_properties::text) END;
@@ -190,26 +186,165 @@ BEGIN
           INTO v_properties FROM jsonb_each(v_properties) p;
     END IF;
     v_properties := v_properties || jsonb_build_object(
-        'REAL_TOPIC', v_source.topic_name,
-        'REAL_SUBSCRIPTION', v_source.subscription_name,
+        'REAL_TOPIC', p_topic_name,
+        'REAL_SUBSCRIPTION', p_subscription_name,
         'ORIGIN_MESSAGE_ID', v_origin,
-        'REDELIVERY_COUNT', greatest(p_redelivery_count - 1, 0)::text,
-        'DEAD_LETTER_REASON',
+        'REDELIVERY_COUNT', greatest(p_redelivery_count, 0)::text,
+        'DEAD_LETTER_REASON', p_reason);
+    IF p_look AND txnq_cluster.dead_letter_copied(
+           p_dead_letter_topic_id, v_target, v_origin, p_subscription_name,
+           CASE WHEN isfinite(p_publish_time) THEN p_publish_time ELSE '-infinity' END) THEN
+        RETURN;
+    END IF;
+    PERFORM txnq.append_v5(p_dead_letter_topic_id, v_target, NULL, NULL, NULL,
+                           ARRAY[coalesce(p_payload, ''::bytea)],
+                           CASE WHEN p_key IS NULL THEN NULL ELSE ARRAY[p_key] END,
+                           ARRAY[v_properties],
+                           CASE WHEN p_event_time BETWEEN '0001-01-01 00:00:00+00'::timestamptz
+                                                      AND '9999-12-31 23:59:59.999999+00'::timestamptz
+                                THEN ARRAY[p_event_time] END);
+END;
+$$;
+
+-- txnq_cluster.move_dead_letter: a message this consumer claimed past its
+-- dead-letter policy, moved as claim_v6 moves it on one server, in two steps
+-- on two shards: the copy appended on the dead-letter partition's shard
+-- (txnq_cluster.append_dead_letter; a move of a message claimed more than
+-- once past the policy looks for its copy first), then the original
+-- acknowledged on its own shard (ack_shared_v5: the claim goes, the cursor
+-- follows). p_redelivery_count is the claim's (claim_v6's column): one more
+-- than on one server, where the policy is checked before the claim.
+CREATE OR REPLACE FUNCTION txnq_cluster.move_dead_letter(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint, p_entry_offset bigint,
+    p_batch_index integer, p_dead_letter_topic_id integer, p_max_redeliver_count integer,
+    p_redelivery_count integer, p_publish_time timestamptz, p_payload bytea, p_key bytea,
+    p_properties jsonb, p_event_time timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_source record;
+BEGIN
+    SELECT * INTO v_source
+      FROM txnq_cluster.dead_letter_source(p_topic_id, p_partition, p_subscription_id, p_entry_offset,
+                                           p_batch_index);
+    PERFORM txnq_cluster.append_dead_letter(
+        v_source.topic_name, v_source.subscription_name, p_partition, p_entry_offset, p_batch_index,
+        p_dead_letter_topic_id, p_redelivery_count - 1,
         format('delivered %s times, more than max_redeliver_count %s allows (last: %s)',
-               p_redelivery_count, p_max_redeliver_count, coalesce(v_source.reason, 'ack_timeout')));
-    -- The first move of a message claimed once past the policy cannot have
-    -- appended before; a later one looks for its own copy first.
-    IF p_redelivery_count = p_max_redeliver_count + 1
-       OR NOT txnq_cluster.dead_letter_copied(p_dead_letter_topic_id, v_target, v_origin,
-                                              v_source.subscription_name, p_publish_time) THEN
-        PERFORM txnq.append_v5(p_dead_letter_topic_id, v_target, NULL, NULL, NULL,
-                               ARRAY[coalesce(p_payload, ''::bytea)],
-                               CASE WHEN p_key IS NULL THEN NULL ELSE ARRAY[p_key] END,
-                               ARRAY[v_properties],
-                               CASE WHEN p_event_time IS NULL THEN NULL ELSE ARRAY[p_event_time] END);
+               p_redelivery_count, p_max_redeliver_count, coalesce(v_source.reason, 'ack_timeout')),
+        p_redelivery_count > p_max_redeliver_count + 1, p_publish_time, p_payload, p_key, p_properties,
+        p_event_time);
+    PERFORM txnq.ack_shared_v5(p_topic_id, p_partition, p_subscription_id, ARRAY[p_entry_offset],
+                               ARRAY[p_batch_index]);
+END;
+$$;
+
+-- One message as its partition's shard holds it, for dead_letter_v3: the
+-- names, whether the subscription holds it outstanding (a claim outside a
+-- transaction, or a claim range covering it that has not recorded its ack)
+-- and how often it was delivered, and the entry's element (NULL: retention
+-- deleted the entry). No row: the subscription is not one of the topic.
+CREATE OR REPLACE FUNCTION txnq_cluster.dead_letter_message(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint, p_entry_offset bigint,
+    p_batch_index integer)
+RETURNS TABLE (topic_name text, subscription_name text, outstanding boolean, delivered integer,
+               found boolean, publish_time timestamptz, payload bytea, key bytea, properties text,
+               event_time timestamptz)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON txnq_cluster.route(p_topic_id, p_partition);
+    SELECT t.name::text AS topic_name, s.name::text AS subscription_name,
+           (c.delivered IS NOT NULL OR g.covered) AS outstanding,
+           coalesce(c.delivered, CASE WHEN g.covered THEN 1 END) AS delivered,
+           e.publish_time IS NOT NULL AS found, e.publish_time,
+           e.payloads[p_batch_index + 1] AS payload, e.keys[p_batch_index + 1] AS key,
+           e.properties[p_batch_index + 1]::text AS properties,
+           e.event_times[p_batch_index + 1] AS event_time
+      FROM txnq.topics t
+      JOIN txnq.subscriptions s ON s.topic_id = t.topic_id AND s.subscription_id = p_subscription_id
+      LEFT JOIN txnq.claims c
+        ON c.topic_id = p_topic_id AND c.partition = p_partition AND c.subscription_id = p_subscription_id
+       AND c.entry_offset = p_entry_offset AND c.batch_index = p_batch_index AND c.txn_tc IS NULL
+      CROSS JOIN LATERAL (
+           SELECT EXISTS (
+               SELECT FROM txnq.claim_ranges r
+                WHERE r.topic_id = p_topic_id AND r.partition = p_partition
+                  AND r.subscription_id = p_subscription_id
+                  AND r.first_offset <= p_entry_offset AND r.last_offset >= p_entry_offset
+                  AND NOT EXISTS (SELECT FROM unnest(r.acked_offsets, r.acked_indexes) a(o, i)
+                                   WHERE a.o = p_entry_offset AND a.i = p_batch_index)) AS covered) g
+      LEFT JOIN txnq.entries e
+        ON e.topic_id = p_topic_id AND e.partition = p_partition AND e.entry_offset = p_entry_offset
+     WHERE t.topic_id = p_topic_id;
+$$;
+
+-- txnq.dead_letter_v3 through the proxy: a claimed message the consumer could
+-- not decode, moved at once (docs/subscriptions.md), in the two steps of
+-- move_dead_letter: the copy appended on the dead-letter partition's shard
+-- (after looking for one a failed move left there), then the original
+-- acknowledged on its shard. Returns true when moved, false when the
+-- subscription does not hold it (acknowledged or moved meanwhile), as on one
+-- server. Errors: TQ001 unknown topic, partition or dead-letter topic; TQ005
+-- NULL or negative offset, batch index or reason; TQ006 a subscription of
+-- another topic; the shards' (permissions, the dead-letter topic's quota).
+CREATE OR REPLACE FUNCTION txnq.dead_letter_v3(
+    p_topic_id integer, p_partition integer, p_subscription_id bigint, p_entry_offset bigint,
+    p_batch_index integer, p_dead_letter_topic_id integer, p_reason text)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_message record;
+    v_partitions integer;
+BEGIN
+    IF p_topic_id IS NULL OR p_partition IS NULL OR p_dead_letter_topic_id IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ001',
+            MESSAGE = format('dead_letter_v2: topic_id (%s), partition (%s) and dead_letter_topic_id (%s) '
+                             'must not be NULL', coalesce(p_topic_id::text, 'NULL'),
+                             coalesce(p_partition::text, 'NULL'), coalesce(p_dead_letter_topic_id::text, 'NULL')),
+            HINT = 'look the topics up by name (txnq.topics); nothing was moved';
+    END IF;
+    IF p_entry_offset IS NULL OR p_entry_offset < 0 OR p_batch_index IS NULL OR p_batch_index < 0
+       OR p_reason IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('dead_letter_v2: entry_offset (%s) and batch_index (%s) must be 0 or more and '
+                             'reason (%s) not NULL', coalesce(p_entry_offset::text, 'NULL'),
+                             coalesce(p_batch_index::text, 'NULL'),
+                             coalesce(quote_literal(left(p_reason, 100)), 'NULL')),
+            HINT = 'name a message the subscription holds (its message id) and say why it is moved; '
+                   'nothing was moved';
+    END IF;
+    v_partitions := txnq.topic_partition_count_v1(p_topic_id);
+    IF v_partitions IS NULL OR p_partition < 0 OR p_partition >= v_partitions THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ001',
+            MESSAGE = format('partition %s of topic id %s does not exist', p_partition, p_topic_id),
+            HINT = 'look the topic up by name (txnq.topics); nothing was moved';
+    END IF;
+    IF txnq.topic_partition_count_v1(p_dead_letter_topic_id) IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ001',
+            MESSAGE = format('dead-letter topic id %s does not exist', p_dead_letter_topic_id),
+            HINT = 'create the dead-letter topic, or subscribe again so the client creates it';
+    END IF;
+    SELECT * INTO v_message
+      FROM txnq_cluster.dead_letter_message(p_topic_id, p_partition, p_subscription_id, p_entry_offset,
+                                            p_batch_index);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ006',
+            MESSAGE = format('subscription id %s is not a subscription of topic id %s',
+                             coalesce(p_subscription_id::text, 'NULL'), p_topic_id),
+            HINT = 'look the subscription up by topic and name (txnq.subscriptions); nothing was moved';
+    END IF;
+    IF NOT v_message.outstanding THEN
+        RETURN false;
+    END IF;
+    IF v_message.found THEN  -- else retention deleted the entry: nothing left to move
+        PERFORM txnq_cluster.append_dead_letter(
+            v_message.topic_name, v_message.subscription_name, p_partition, p_entry_offset, p_batch_index,
+            p_dead_letter_topic_id, v_message.delivered - 1, p_reason, true, v_message.publish_time,
+            v_message.payload, v_message.key, v_message.properties::jsonb, v_message.event_time);
     END IF;
     PERFORM txnq.ack_shared_v5(p_topic_id, p_partition, p_subscription_id, ARRAY[p_entry_offset],
                                ARRAY[p_batch_index]);
+    RETURN true;
 END;
 $$;
 

@@ -272,6 +272,60 @@ def test_a_dead_letter_move_retried_after_a_failure_appends_one_copy(
         assert backlog == {"s": 0}
 
 
+def test_a_message_that_cannot_be_decoded_is_moved_to_a_dead_letter_partition_on_another_shard(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("undecodable")
+    with txnq.Client(cluster.proxy) as client:
+        topic = client.admin.create_topic(name, partitions=4)
+        dlq = client.admin.create_topic(f"{name}-s-DLQ", partitions=1)
+        dlq_owner = shard_of(cluster.proxy, dlq.topic_id, 0)
+        # A partition on the other shard than the dead-letter topic's.
+        partition = next(
+            p for p in range(4) if shard_of(cluster.proxy, topic.topic_id, p) != dlq_owner
+        )
+        with client.producer(name, name="p") as producer:
+            ids = [
+                producer.send(f"u{i}".encode(), partition=partition, properties={"n": str(i)})
+                for i in range(3)
+            ]
+        with cluster.shard_conn(1 - dlq_owner) as conn:
+            changed = conn.execute(
+                "UPDATE txnq.entries SET event_times = ARRAY['infinity']::timestamptz[] "
+                "WHERE topic_id = %s AND partition = %s AND entry_offset = %s RETURNING 1",
+                (topic.topic_id, partition, ids[1].offset),
+            ).fetchall()
+        assert changed == [(1,)]
+        policy = txnq.DeadLetterPolicy(max_redeliver_count=3)
+        with client.subscribe(
+            name, "s", subscription_type="shared", dead_letter_policy=policy, **FAST
+        ) as consumer:
+            got = _drain({"c": consumer}, 2)
+            assert [m.value for _, m in got] == [b"u0", b"u2"]
+            assert consumer.receive(timeout=0.5) is None
+            # Moved already: a second move answers false and copies nothing.
+            with cluster.proxy_conn() as conn:
+                again = conn.execute(
+                    "SELECT txnq.dead_letter_v3(%s, %s, %s, %s, 0, %s, 'again')",
+                    (
+                        topic.topic_id,
+                        partition,
+                        consumer.subscription_id,
+                        ids[1].offset,
+                        dlq.topic_id,
+                    ),
+                ).fetchone()
+            assert again == (False,)
+        letters = _dead_letters(client, f"{name}-s-DLQ", 1)
+        assert [m.value for m in letters] == [b"u1"]
+        props = letters[0].properties
+        assert props["DEAD_LETTER_REASON"].startswith("cannot be decoded: its event_time")
+        assert props["ORIGIN_MESSAGE_ID"] == f"{name}:{partition}:{ids[1].offset}:0"
+        assert props["n"] == "1" and letters[0].event_time is None
+        backlog = {s.name: s.backlog_entries for s in client.admin.list_subscriptions(name)}
+        assert backlog == {"s": 0}
+
+
 def test_delayed_messages_come_at_their_time_from_both_shards(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
@@ -401,6 +455,26 @@ def test_bad_input_to_the_shared_functions_fails_with_tq_codes_through_the_proxy
                         "SELECT txnq.nack_shared_v3(%s, 0, %s, %s, '{1}', '{0}', '{-1}')",
                         ids,
                         "TQ005",
+                    ),
+                    (
+                        "SELECT txnq.dead_letter_v3(%s, 9, %s, 0, 0, %s, 'why')",
+                        ids[:2] + ids[:1],
+                        "TQ001",
+                    ),
+                    (
+                        "SELECT txnq.dead_letter_v3(%s, 0, %s, -1, 0, %s, 'why')",
+                        ids[:2] + ids[:1],
+                        "TQ005",
+                    ),
+                    (
+                        "SELECT txnq.dead_letter_v3(%s, 0, %s, 0, 0, 999999, 'why')",
+                        ids[:2],
+                        "TQ001",
+                    ),
+                    (
+                        "SELECT txnq.dead_letter_v3(%s, 0, 999999, 0, 0, %s, 'why')",
+                        ids[:1] + ids[:1],
+                        "TQ006",
                     ),
                     (
                         "SELECT * FROM txnq.append_delayed_v2(%s, 0, NULL, NULL, NULL, "
