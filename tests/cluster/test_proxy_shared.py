@@ -159,6 +159,30 @@ def test_a_nack_and_an_ack_timeout_redeliver_through_the_proxy(
             assert consumer.receive(timeout=1.5) is None  # acked: no third delivery
 
 
+def test_a_closing_consumers_claims_go_to_the_other_consumer_on_every_shard(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("released")
+    with txnq.Client(cluster.proxy) as client:
+        topic = client.admin.create_topic(name, partitions=4)
+        _owners(cluster, topic.topic_id, 4)
+        with client.producer(name, name="p") as producer:
+            for i in range(8):
+                producer.send(f"r{i}".encode(), partition=i % 4)
+        kwargs = {"subscription_type": "shared", **FAST}
+        leaves = client.subscribe(name, "pool", consumer_name="leaves", **kwargs)
+        held = _drain({"leaves": leaves}, 8, ack=False)
+        assert {m.value for _, m in held} == {f"r{i}".encode() for i in range(8)}
+        with client.subscribe(name, "pool", consumer_name="stays", **kwargs) as stays:
+            assert stays.receive(timeout=0.5) is None  # all held by the other consumer
+            leaves.close()  # its claims are released on every shard, at once
+            again = _drain({"stays": stays}, 8)
+        assert sorted(m.value for _, m in again) == sorted(f"r{i}".encode() for i in range(8))
+        assert all(m.redelivery_count >= 1 for _, m in again)
+        backlog = {s.name: s.backlog_entries for s in client.admin.list_subscriptions(name)}
+        assert backlog == {"pool": 0}
+
+
 def _dead_letters(client: Any, dlq: str, expected: int) -> list[Any]:
     with client.subscribe(dlq, "inspect", **FAST) as reader:
         letters = _drain({"r": reader}, expected)
