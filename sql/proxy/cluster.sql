@@ -42,12 +42,22 @@ CREATE TABLE IF NOT EXISTS txnq_cluster.shards (
 --   summed     every shard, per-partition counts added up (a shard holds
 --              empty head rows of the partitions it does not own)
 --   proxy      answered by the proxy from its own configuration (spark.sql)
+--   spread     every shard in turn, from one that depends on the caller,
+--              until the call has what it asked for (claim_v6: shared.sql)
 --   refused    raises TQ030: not supported through a proxy yet
 CREATE TABLE IF NOT EXISTS txnq_cluster.routing (
     function_name text PRIMARY KEY,
-    rule text NOT NULL CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'refused')),
+    rule text NOT NULL CONSTRAINT routing_rule_check
+        CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'spread',
+                        'refused')),
     note text NOT NULL DEFAULT ''
 );
+-- A proxy installed before the rules 'proxy' (Spark) and 'spread' (shared
+-- subscriptions) existed: the one place the list of rules is kept.
+ALTER TABLE txnq_cluster.routing DROP CONSTRAINT IF EXISTS routing_rule_check;
+ALTER TABLE txnq_cluster.routing ADD CONSTRAINT routing_rule_check
+    CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'spread',
+                    'refused'));
 
 -- txnq_cluster.route: the stable hash of a partition, documented in
 -- docs/cluster.md: (hashint4(topic_id) & 0x7fffffff) + partition, kept in 31
@@ -137,8 +147,8 @@ LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'TQ030',
         MESSAGE = format('txnq.%s is not supported through a txnq cluster proxy yet', p_function),
-        HINT = 'it spans partitions or needs the whole cluster (shared subscriptions, transactions, '
-               'inspection, lifecycle): run it on one shard''s database, or wait for the slice of '
+        HINT = 'it spans partitions or needs the whole cluster (transactions, inspection, '
+               'lifecycle): run it on one shard''s database, or wait for the slice of '
                'docs/cluster.md that routes it; nothing was changed';
 END;
 $$;

@@ -97,11 +97,7 @@ CREATE OR REPLACE FUNCTION txnq.subscribe_v2(
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 BEGIN
-    -- Shared and key_shared claims span partitions (claim_v5): a later slice.
-    -- Refused before anything is created, not at the first receive.
-    IF p_subscription_type IN ('shared', 'key_shared') THEN
-        PERFORM txnq_cluster.refuse(format('subscribe_v2 (a %s subscription)', p_subscription_type));
-    END IF;
+    -- Every type: shared and key_shared claims are routed by shared.sql.
     PERFORM txnq_cluster.lock_ids();
     RETURN txnq_cluster.require_same('subscribe_v2', min(s), max(s))
       FROM txnq_cluster.subscribe_all(txnq_cluster.allocate_id('txnq_cluster.subscription_ids', 'txnq.subscriptions',

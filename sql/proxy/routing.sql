@@ -26,8 +26,7 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
                                   'the answer (largest active log id) is not compared'),
     ('heartbeat_consumer_v2', 'all', 'the lease is renewed on every shard; live consumers from shard 0'),
     ('create_topic_v2', 'all_ids', 'topic id allocated by the proxy, the topic created on every shard'),
-    ('subscribe_v2', 'all_ids', 'exclusive and failover: subscription id allocated by the proxy, cursors on every shard; '
-                                 'shared and key_shared refused (TQ030)'),
+    ('subscribe_v2', 'all_ids', 'every type: subscription id allocated by the proxy, cursors on every shard'),
     ('register_consumer_v2', 'all_ids', 'consumer id allocated by the proxy'),
     ('register_producer_v2', 'all_ids', 'producer id allocated by the proxy; epoch grows on every shard (fencing); '
                                         'each partition''s last sequence from its owner'),
@@ -36,5 +35,15 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('subscription_cursors_v1', 'owned', 'each partition''s cursor from its owner'),
     ('list_topics_v1', 'summed', 'metadata from shard 0, entries added up'),
     ('list_subscriptions_v1', 'summed', 'metadata from shard 0, backlog added up'),
-    ('backlog_quota_info_v1', 'summed', 'limits from shard 0, exceeded since the earliest shard')
+    ('backlog_quota_info_v1', 'summed', 'limits from shard 0, exceeded since the earliest shard'),
+    ('ack_shared_v5', 'partition', 'shared and key_shared: individual acks (outside a transaction)'),
+    ('nack_shared_v3', 'partition', 'shared and key_shared: negative acks, redelivered after their delay'),
+    ('append_delayed_v2', 'partition', 'delayed delivery: the owning shard''s claims hand it out when due'),
+    ('dead_letter_v3', 'partition', 'a message the consumer cannot decode: read on its shard, the copy appended on '
+                                    'the dead-letter partition''s shard first (unless there already), then acked'),
+    ('release_claims_v3', 'all', 'a consumer''s claims (or dead consumers'') released on every shard, counts added up'),
+    ('next_visible_claim_v2', 'all', 'the earliest next visible claim of the shards'),
+    ('claim_v6', 'spread', 'shared and key_shared: each shard''s claim_v6 in turn from a shard the consumer and '
+                           'call pick, merged; dead letters moved by the proxy (append on the dead-letter '
+                           'partition''s shard, then ack the original)')
 ON CONFLICT (function_name) DO UPDATE SET rule = EXCLUDED.rule, note = EXCLUDED.note;

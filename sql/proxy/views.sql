@@ -73,14 +73,44 @@ SELECT r.*
        LATERAL txnq_cluster.ledger_status_on(s) r
  WHERE txnq_cluster.shard_of(r.topic_id, r.partition) = s;
 
--- Each cursor from the owner of its partition. dead_letters is what that
--- shard sees of the default dead-letter topic's partition (dead letters need
--- shared subscriptions, not routed yet: NULL or 0 through a proxy).
+-- The partitions of the default dead-letter topics (<topic>-<subscription>-DLQ)
+-- a shard holds: name, partition, next offset, the topic's partition count.
+CREATE OR REPLACE FUNCTION txnq_cluster.dead_letter_heads_on(p_shard integer)
+RETURNS TABLE (topic text, topic_id integer, partition integer, next_offset bigint)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT ps.topic::text AS topic, ps.topic_id, ps.partition, ps.next_offset
+      FROM txnq.partition_status ps
+     WHERE ps.topic LIKE '%-DLQ';
+$$;
+
+-- Each cursor from the owner of its partition. dead_letters (the entries of
+-- the default dead-letter topic's partition p % n, NULL without that topic)
+-- from the owner of that partition: a cursor's shard need not own it
+-- (shared.sql moves dead letters to the dead-letter partition's owner).
 CREATE OR REPLACE VIEW txnq.cursor_status AS
-SELECT r.*
-  FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
-       LATERAL txnq_cluster.cursor_status_on(s) r
- WHERE txnq_cluster.shard_of(r.topic_id, r.partition) = s;
+WITH owned AS (
+    SELECT r.*
+      FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
+           LATERAL txnq_cluster.cursor_status_on(s) r
+     WHERE txnq_cluster.shard_of(r.topic_id, r.partition) = s
+), letters AS MATERIALIZED (
+    SELECT d.topic, d.partition, d.next_offset, count(*) OVER (PARTITION BY d.topic_id) AS partitions
+      FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
+           LATERAL txnq_cluster.dead_letter_heads_on(s) d
+     WHERE txnq_cluster.shard_of(d.topic_id, d.partition) = s
+)
+SELECT c.topic, c.topic_id, c.subscription, c.subscription_id, c.subscription_type, c.isolation,
+       c.partition, c.mark_delete_offset, c.readable_offset, c.lag_entries, c.individual_acks,
+       c.in_flight, c.redelivering, c.redeliveries,
+       CASE WHEN c.dead_letters IS NULL THEN NULL
+            ELSE coalesce((SELECT l.next_offset FROM letters l
+                            WHERE l.topic = c.topic || '-' || c.subscription || '-DLQ'
+                              AND l.partition = c.partition % l.partitions),
+                          c.dead_letters) END AS dead_letters,
+       c.updated_at
+  FROM owned c;
 
 -- Policies and subscription count from shard 0; what the partitions hold
 -- summed over the proxy's partition_status (each partition once, from its

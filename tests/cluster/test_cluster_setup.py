@@ -21,7 +21,8 @@ from txnq.cluster.setup import ROUTED_VIEWS, init, status
 from txnq.database.migrate import head_revision
 
 #: The functions of sql/queries the slice's client paths call (admin, produce,
-#: exclusive and failover consume): each must be routed, not refused.
+#: exclusive, failover, shared and key_shared consume, delayed delivery):
+#: each must be routed, not refused.
 CLIENT_FUNCTIONS = {
     "schema_revision_v1", "create_topic_v2", "add_partitions_v2", "delete_topic_v2",
     "topic_by_name_v1", "topic_partition_count_v1", "list_topics_v1", "topic_partitions_v1",
@@ -30,6 +31,8 @@ CLIENT_FUNCTIONS = {
     "set_topic_policy_v1", "register_producer_v2", "append_v5", "subscribe_v2", "unsubscribe_v2",
     "register_consumer_v2", "heartbeat_consumer_v2", "close_consumer_v1", "register_waiters_v1",
     "cursor_positions_v1", "fetch_v4", "ack_v3", "cursor_generation_v1", "seek_v2",
+    "claim_v6", "ack_shared_v5", "nack_shared_v3", "release_claims_v3", "next_visible_claim_v2",
+    "append_delayed_v2",
 }  # fmt: skip
 
 

@@ -240,9 +240,6 @@ def test_what_the_proxy_does_not_route_fails_with_tq030_and_changes_nothing(
     with txnq.Client(cluster.proxy) as client:
         client.admin.create_topic(name, partitions=2)
         before = _shard_counts(cluster)
-        for kind in ("shared", "key_shared"):
-            with pytest.raises(errors.NotSupportedThroughProxyError, match="not supported"):
-                client.subscribe(name, f"s-{kind}", subscription_type=kind)
         with pytest.raises(errors.NotSupportedThroughProxyError):
             client.new_transaction()
         with pytest.raises(errors.NotSupportedThroughProxyError):

@@ -26,6 +26,7 @@ PROXY_FILES = (
     "cluster.sql",
     "routed.sql",
     "routed_ids.sql",
+    "shared.sql",
     "routing.sql",
     "spark.sql",
     "refused.sql",
