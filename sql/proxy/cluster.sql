@@ -44,20 +44,22 @@ CREATE TABLE IF NOT EXISTS txnq_cluster.shards (
 --   proxy      answered by the proxy from its own configuration (spark.sql)
 --   spread     every shard in turn, from one that depends on the caller,
 --              until the call has what it asked for (claim_v6: shared.sql)
+--   union      every shard's own rows, all of them (views_shards.sql)
 --   refused    raises TQ030: not supported through a proxy yet
 CREATE TABLE IF NOT EXISTS txnq_cluster.routing (
     function_name text PRIMARY KEY,
     rule text NOT NULL CONSTRAINT routing_rule_check
         CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'spread',
-                        'refused')),
+                        'union', 'refused')),
     note text NOT NULL DEFAULT ''
 );
--- A proxy installed before the rules 'proxy' (Spark) and 'spread' (shared
--- subscriptions) existed: the one place the list of rules is kept.
+-- A proxy installed before the rules 'proxy' (Spark), 'spread' (shared
+-- subscriptions) and 'union' (views_shards.sql) existed: the one place the
+-- list of rules is kept.
 ALTER TABLE txnq_cluster.routing DROP CONSTRAINT IF EXISTS routing_rule_check;
 ALTER TABLE txnq_cluster.routing ADD CONSTRAINT routing_rule_check
     CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'spread',
-                    'refused'));
+                    'union', 'refused'));
 
 -- txnq_cluster.route: the stable hash of a partition, documented in
 -- docs/cluster.md: (hashint4(topic_id) & 0x7fffffff) + partition, kept in 31

@@ -54,3 +54,24 @@ SELECT t.topic_id, t.name, t.partitions, t.entries,
 
 -- name: cluster_shard_of
 SELECT txnq_cluster.shard_of(%(topic_id)s, %(partition)s)
+
+-- name: cluster_is_proxy
+-- Whether this database is a cluster's proxy (the CLI's reads then show
+-- which shard a shard's own row comes from).
+SELECT to_regclass('txnq_cluster.job_failure_status') IS NOT NULL AS proxy
+
+-- name: cluster_gc_history
+-- gc_history on a proxy: every shard's lifecycle runs, with the shard.
+SELECT shard, run_id, job, dry_run, started_at, finished_at, items, bytes, details, failures
+  FROM txnq_cluster.gc_history
+ WHERE (%(job)s::text IS NULL OR job = %(job)s)
+ ORDER BY started_at DESC, shard, run_id DESC
+ LIMIT %(limit)s
+
+-- name: cluster_job_failures
+-- job_failures on a proxy: what every shard's background work fails on now,
+-- with the shard.
+SELECT shard, job, topic_id, topic, partition, subject, failures, first_failed_at, last_failed_at,
+       failing_seconds, error, sqlstate
+  FROM txnq_cluster.job_failure_status
+ ORDER BY first_failed_at, job, topic_id, partition, subject, shard

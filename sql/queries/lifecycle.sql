@@ -94,8 +94,10 @@ SELECT job, topic_id, topic, partition, subject, failures, first_failed_at, last
  ORDER BY first_failed_at, job, topic_id, partition, subject
 
 -- name: gc_history
+-- The view, not txnq.gc_runs: a cluster's proxy answers it too (the shards'
+-- runs; cluster_gc_history adds which shard).
 SELECT run_id, job, dry_run, started_at, finished_at, items, bytes, details, failures
-  FROM txnq.gc_runs
+  FROM txnq.gc_history
  WHERE (%(job)s::text IS NULL OR job = %(job)s)
  ORDER BY started_at DESC, run_id DESC
  LIMIT %(limit)s

@@ -29,6 +29,7 @@ from txnq.cli.output import (
 from txnq.durations import parse_duration
 
 if TYPE_CHECKING:
+    from txnq import Client
     from txnq.lifecycle import DoctorReport, LifecycleReport
 
 gc_app = Commands(
@@ -361,9 +362,23 @@ def gc_doctor(
         raise typer.Exit(1)
 
 
-def _history_table(rows: list[dict[str, Any]]) -> Table:
-    return table(
-        "Lifecycle runs",
+def _on_proxy(client: Client) -> bool:
+    """Whether ``client`` is on a cluster's proxy: its history and failures are
+    then every shard's, and the tables say which shard a row comes from."""
+    return bool(client.query("cluster_is_proxy", {})[0]["proxy"])
+
+
+def _with_shard(
+    headers: list[str | Column], rows: list[list[Any]], shards: list[Any] | None
+) -> tuple[list[str | Column], list[list[Any]]]:
+    """The headers and rows, with a first column Shard when ``shards`` is given."""
+    if shards is None:
+        return headers, rows
+    return ["Shard", *headers], [[shard, *row] for shard, row in zip(shards, rows, strict=True)]
+
+
+def _history_table(rows: list[dict[str, Any]], *, on_proxy: bool) -> Table:
+    headers, cells = _with_shard(
         [
             "Run",
             "Job",
@@ -374,7 +389,7 @@ def _history_table(rows: list[dict[str, Any]]) -> Table:
             "Failures",
             Column("Details", "payload"),
         ],
-        (
+        [
             [
                 r["run_id"],
                 r["job"],
@@ -386,8 +401,10 @@ def _history_table(rows: list[dict[str, Any]]) -> Table:
                 json.dumps(r["details"]),
             ]
             for r in rows
-        ),
+        ],
+        [r["shard"] for r in rows] if on_proxy else None,
     )
+    return table("Lifecycle runs", headers, cells)
 
 
 @gc_app.command("history")
@@ -405,26 +422,28 @@ def gc_history(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The lifecycle runs that did something or failed somewhere (txnq.gc_runs),
+    """The lifecycle runs that did something or failed somewhere (txnq.gc_history),
     newest first; Failures: topics (entry logs) a run could not process, listed
-    in its details."""
+    in its details. Through a cluster's proxy: every shard's runs, with the
+    shard."""
     if job is not None and job not in ("ttl", "retention", "backlog_quota", "gc", "doctor"):
         fail(f"--job must be ttl, retention, backlog_quota, gc or doctor, not {job!r}")
     if not 1 <= limit <= 10_000:
         fail(f"--limit must be from 1 to 10000, not {limit}")
     with open_client(dsn) as client:
-        rows = client.query("gc_history", {"job": job, "limit": limit})
+        on_proxy = _on_proxy(client)
+        query = "cluster_gc_history" if on_proxy else "gc_history"
+        rows = client.query(query, {"job": job, "limit": limit})
     if as_json:
         print_json(rows)
         return
-    print_tables(_history_table(rows))
+    print_tables(_history_table(rows, on_proxy=on_proxy))
 
 
-def _failing_table(rows: list[dict[str, Any]]) -> Table:
-    return table(
-        "Failing now",
+def _failing_table(rows: list[dict[str, Any]], *, on_proxy: bool) -> Table:
+    headers, cells = _with_shard(
         ["Job", "Topic", "Partition", "What", "Runs", "Since", Column("Error", "payload")],
-        (
+        [
             [
                 r["job"],
                 r["topic"],
@@ -435,8 +454,10 @@ def _failing_table(rows: list[dict[str, Any]]) -> Table:
                 r["error"],
             ]
             for r in rows
-        ),
+        ],
+        [r["shard"] for r in rows] if on_proxy else None,
     )
+    return table("Failing now", headers, cells)
 
 
 @gc_app.command("failures")
@@ -445,13 +466,15 @@ def gc_failures(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     job (ttl, retention, backlog_quota, gc, marker_phase), the topics,
     partitions, entry logs or transactions it could not process in its latest
     run -- it went on with the others -- since when, and the latest error.
-    Exits 1 when something is failing."""
+    Through a cluster's proxy: every shard's, with the shard. Exits 1 when
+    something is failing."""
     with open_client(dsn) as client:
-        rows = client.query("job_failures", {})
+        on_proxy = _on_proxy(client)
+        rows = client.query("cluster_job_failures" if on_proxy else "job_failures", {})
     if as_json:
         print_json(rows)
     else:
-        print_tables(_failing_table(rows))
+        print_tables(_failing_table(rows, on_proxy=on_proxy))
         if not rows:
             note("Nothing is failing")
     if rows:

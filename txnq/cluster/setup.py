@@ -33,14 +33,24 @@ PROXY_FILES = (
 )
 #: Run after txnq_cluster.install_refusals: the views answered over the whole
 #: cluster replace their refusing copies.
-VIEWS_FILE = "views.sql"
-#: The views of schema txnq the proxy answers (views.sql); every other view refuses.
+VIEWS_FILES = ("views.sql", "views_shards.sql")
+#: The views of schema txnq the proxy answers (views.sql, views_shards.sql);
+#: every other view (transaction_status) refuses.
 ROUTED_VIEWS = (
     "partition_status",
     "ledger_status",
     "topic_status",
     "cursor_status",
     "subscription_status",
+    "messages",
+    "committed_messages",
+    "entry_log_status",
+    "job_failure_status",
+    "gc_history",
+    "storage_history",
+    "topic_history",
+    "console_action_log",
+    "topic_grants",
 )
 #: The most shards a cluster has (PL/Proxy takes more; the status and the
 #: per-shard loops of the proxy are sized for this).
@@ -175,7 +185,8 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
             conn.execute(proxy_sql(name))
         refusals = conn.execute(QUERIES["cluster_install_refusals"]).fetchone()
         assert refusals is not None
-        conn.execute(proxy_sql(VIEWS_FILE))
+        for name in VIEWS_FILES:
+            conn.execute(proxy_sql(name))
         routing = conn.execute(QUERIES["cluster_routing"]).fetchall()
     report = InitReport(
         shards=list(shard_dsns),
