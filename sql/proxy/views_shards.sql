@@ -161,6 +161,34 @@ SELECT DISTINCT ON (g.role, g.resource, g.kind, g.action)
   FROM txnq_cluster.topic_grants g
  ORDER BY g.role, g.resource, g.kind, g.action, g.granted_at, g.shard;
 
+-- The grants the caller may see (`txnq topics permissions`, the admin's
+-- permissions()): each shard's txnq.topic_permissions_v1 (it checks its
+-- arguments and who sees what), merged as txnq.topic_grants is, in its order.
+CREATE OR REPLACE FUNCTION txnq_cluster.topic_permissions_on(p_shard integer, p_role text, p_topic text)
+RETURNS TABLE (role text, resource text, kind text, action text, granted_by text,
+               granted_at timestamptz, role_exists boolean)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT g.role, g.resource, g.kind, g.action, g.granted_by, g.granted_at, g.role_exists
+      FROM txnq.topic_permissions_v1(p_role, p_topic) g;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.topic_permissions_v1(p_role text DEFAULT NULL, p_topic text DEFAULT NULL)
+RETURNS TABLE (role text, resource text, kind text, action text, granted_by text,
+               granted_at timestamptz, role_exists boolean)
+LANGUAGE sql STABLE AS $$
+    SELECT m.role, m.resource, m.kind, m.action, m.granted_by, m.granted_at, m.role_exists
+      FROM (SELECT DISTINCT ON (g.role, g.resource, g.kind, g.action)
+                   g.role, g.resource, g.kind, g.action, g.granted_by, g.granted_at,
+                   bool_and(g.role_exists) OVER (PARTITION BY g.role, g.resource, g.kind, g.action)
+                       AS role_exists
+              FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
+                   LATERAL txnq_cluster.topic_permissions_on(s, p_role, p_topic) g
+             ORDER BY g.role, g.resource, g.kind, g.action, g.granted_at, s) m
+     ORDER BY m.resource, m.kind, m.role, m.action
+$$;
+
 -- ---------------------------------------------------------------- routing
 
 -- 'union': every shard's own rows (cluster.sql's check of the rules has it).
@@ -176,6 +204,7 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('storage_history', 'union', 'view: every shard''s storage samples (txnq_cluster.storage_history: with the shard)'),
     ('topic_history', 'union', 'view: every shard''s samples of its partitions (txnq_cluster.topic_history: with the shard)'),
     ('console_action_log', 'union', 'view: every shard''s console actions (txnq_cluster.console_action_log: with the shard)'),
+    ('topic_permissions_v1', 'union', 'the grants the caller may see, merged as view topic_grants'),
     ('topic_grants', 'union', 'view: one row per grant any shard holds, the earliest '
                               '(txnq_cluster.topic_grants: every shard''s, with the shard)')
 ON CONFLICT (function_name) DO UPDATE SET rule = EXCLUDED.rule, note = EXCLUDED.note;

@@ -265,6 +265,20 @@ def test_grants_show_once_per_grant_any_shard_holds(
     )
     assert where == [("brow", [1]), ("browsed", [0, 1])]
 
+    # `txnq topics permissions` (txnq.topic_permissions_v1) merges them the same way.
+    runner = CliRunner(env={"COLUMNS": "200", "TXNQ_DSN": None, "TXNQ_CONFIG": None})
+    shown = runner.invoke(app, ["topics", "permissions", "--dsn", proxy, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert [
+        (g["role"], g["resource"], g["kind"], g["action"], g["granted_at"])
+        for g in json.loads(shown.stdout)
+    ] == [(*row[:4], row[5].isoformat()) for row in through_proxy]
+    one = runner.invoke(app, ["topics", "permissions", "browsed", "--dsn", proxy, "--json"])
+    assert one.exit_code == 0, one.output
+    assert len(json.loads(one.stdout)) == 2  # its own grant and the prefix's
+    bad = runner.invoke(app, ["topics", "permissions", "bad name", "--dsn", proxy])
+    assert bad.exit_code != 0 and "is not valid" in bad.output  # the shard's TQ005
+
 
 def test_the_consoles_reads_of_the_histories_and_messages_run_through_the_proxy(
     views_cluster: tuple[str, list[str], int],

@@ -192,7 +192,8 @@ def init(proxy_dsn: str, shard_dsns: list[str]) -> InitReport:
         shards=list(shard_dsns),
         revision=head,
         routed=sum(1 for row in routing if row[1] != "refused" and row[0] not in ROUTED_VIEWS),
-        refused=int(refusals[0]),
+        # views_shards.sql routes a function install_refusals made refuse first.
+        refused=sum(1 for row in routing if row[1] == "refused"),
         refused_views=int(refusals[1]) - len(ROUTED_VIEWS),
         left_out=list(refusals[2]),
     )
