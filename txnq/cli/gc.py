@@ -377,7 +377,7 @@ def _with_shard(
     return ["Shard", *headers], [[shard, *row] for shard, row in zip(shards, rows, strict=True)]
 
 
-def _history_table(rows: list[dict[str, Any]], *, on_proxy: bool) -> Table:
+def _history_table(rows: list[dict[str, Any]], *, on_proxy: bool = False) -> Table:
     headers, cells = _with_shard(
         [
             "Run",
@@ -440,7 +440,7 @@ def gc_history(
     print_tables(_history_table(rows, on_proxy=on_proxy))
 
 
-def _failing_table(rows: list[dict[str, Any]], *, on_proxy: bool) -> Table:
+def _failing_table(rows: list[dict[str, Any]], *, on_proxy: bool = False) -> Table:
     headers, cells = _with_shard(
         ["Job", "Topic", "Partition", "What", "Runs", "Since", Column("Error", "payload")],
         [
