@@ -13,7 +13,7 @@ from rich.text import Text
 from txnq import errors
 from txnq.cli.help_format import Commands
 from txnq.cli.options import JsonOption
-from txnq.cli.output import Column, console, note, print_json, print_tables, table
+from txnq.cli.output import Column, console, count_text, note, print_json, print_tables, table
 from txnq.settings import load_settings
 
 cluster_app = Commands(
@@ -77,7 +77,7 @@ def cluster_init(
     console.print(
         f"Cluster of {len(report.shards)} shard(s) at revision [bold]{report.revision}[/bold]: "
         f"{report.routed} functions routed, {report.refused} functions and "
-        f"{report.refused_views} views refused through the proxy (TQ030) for now"
+        f"{count_text(report.refused_views, 'view')} refused through the proxy (TQ030) for now"
     )
     if report.left_out:
         note("not on the proxy (their types are the shards' own): " + ", ".join(report.left_out))
