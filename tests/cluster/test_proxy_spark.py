@@ -148,7 +148,8 @@ def test_read_committed_through_the_proxy_reads_every_partition_on_its_shard(
             assert sum(expected.values()) == 80 and max(expected.values()) == 1
             assert fixed.offsets[0][1] == 20  # the open transaction's entry and the next wait
             # One JDBC relation per shard, at the shard's own address: the
-            # proxy (whose committed_messages refuses) carries no message.
+            # proxy carries no message (its committed_messages would bring
+            # every row through PL/Proxy as text).
             urls = dict(jdbc_urls(frame))
             assert {int(u.rsplit(":", 1)[1].split("/")[0]) for u in urls} == {
                 port_of(d) for d in cluster.shards
