@@ -54,3 +54,27 @@ SELECT t.topic_id, t.name, t.partitions, t.entries,
 
 -- name: cluster_shard_of
 SELECT txnq_cluster.shard_of(%(topic_id)s, %(partition)s)
+
+-- name: cluster_is_proxy
+-- Whether this database is a cluster's proxy (the coordinator worker asks at
+-- connect: through a proxy it runs the marker phase across shards).
+SELECT to_regnamespace('txnq_cluster') IS NOT NULL AND to_regclass('txnq.transactions') IS NULL
+
+-- name: cluster_coordinator_ids
+-- Every coordinator of a cluster (TC_COUNT, alike on every shard).
+SELECT g AS tc_id FROM txnq.txn_limits_v1() l, generate_series(0, l.tc_count - 1) AS g ORDER BY 1
+
+-- name: cluster_txn_participants
+-- A transaction's home shard and the other shards (its participants), in order.
+SELECT txnq_cluster.home_shard(%(txn_tc)s) AS home,
+       ARRAY(SELECT s FROM generate_series(0, txnq_cluster.shard_count() - 1) s
+              WHERE s <> txnq_cluster.home_shard(%(txn_tc)s) ORDER BY s) AS others
+
+-- name: cluster_txn_apply
+-- The home shard's decision applied on one participant shard, with its
+-- markers and pending acks (one shard transaction, idempotent).
+SELECT txnq_cluster.txn_apply(%(shard)s, %(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s)
+
+-- name: cluster_txn_complete_home
+-- The home shard's own marker phase and finish, after every participant's.
+SELECT txnq_cluster.complete_txn_on_home(%(txn_tc)s, %(txn_seq)s)

@@ -22,7 +22,14 @@ from txnq.database.migrate import head_revision, upgrade
 from txnq.database.queries import QUERIES
 
 #: The files of the proxy's schema, in the order they run.
-PROXY_FILES = ("cluster.sql", "routed.sql", "routed_ids.sql", "routing.sql", "refused.sql")
+PROXY_FILES = (
+    "cluster.sql",
+    "routed.sql",
+    "routed_ids.sql",
+    "routing.sql",
+    "transactions.sql",
+    "refused.sql",
+)
 #: Run after txnq_cluster.install_refusals: the views answered over the whole
 #: cluster replace their refusing copies.
 VIEWS_FILE = "views.sql"
