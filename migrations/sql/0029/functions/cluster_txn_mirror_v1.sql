@@ -11,8 +11,9 @@
 -- here is moved past txn_seq, so a transaction opened on this shard directly
 -- never takes the id. Revision 0029.
 --
--- Parameters: (tc_id, txn_seq) the id the home shard gave, timeout_seconds and
---   timeout_at as the home shard set them; none NULL, timeout_seconds above 0.
+-- Parameters: (tc_id, txn_seq) the id the home shard gave (tc_id below
+--   tc_count, txn_seq 1 to 2^63 - 2), timeout_seconds and timeout_at as the
+--   home shard set them; none NULL, timeout_seconds above 0 and finite.
 -- Returns nothing. Idempotent: a mirror that exists is left as it is.
 -- Permissions: none to check (the transaction names no topic yet; every call
 --   that then names it checks txnq.authorize_txn_v1).
@@ -28,11 +29,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_incarnation uuid;
 BEGIN
-    IF p_tc_id IS NULL OR p_tc_id < 0 OR p_txn_seq IS NULL OR p_txn_seq < 1 OR p_timeout_at IS NULL
+    IF p_tc_id IS NULL OR p_tc_id < 0 OR p_tc_id >= (SELECT c.tc_count FROM txnq.config c)
+       OR p_txn_seq IS NULL OR p_txn_seq < 1 OR p_txn_seq >= 9223372036854775807 OR p_timeout_at IS NULL
        OR p_timeout_seconds IS NULL OR NOT p_timeout_seconds > 0 OR p_timeout_seconds = 'Infinity' THEN
         RAISE EXCEPTION USING ERRCODE = 'TQ005',
             MESSAGE = format('cluster_txn_mirror_v1: tc_id (%s), txn_seq (%s), timeout_seconds (%s) and '
-                             'timeout_at (%s) must be given, tc_id 0 or more, txn_seq and timeout above 0',
+                             'timeout_at (%s) must be given, tc_id a coordinator of this server, txn_seq and timeout above 0',
                              coalesce(p_tc_id::text, 'NULL'), coalesce(p_txn_seq::text, 'NULL'),
                              coalesce(p_timeout_seconds::text, 'NULL'), coalesce(p_timeout_at::text, 'NULL')),
             HINT = 'the cluster proxy passes what the home shard''s open_txn_v3 returned; nothing was opened';
