@@ -450,6 +450,8 @@ class CoordinatorWorker:
             exc,
             exc_info=not isinstance(exc, psycopg.Error | errors.TxnqError),
         )
+        if self._cluster:
+            return  # the proxy holds no txnq.job_failures: the log says it (docs/cluster.md)
         try:
             names = dict(
                 conn.execute(
@@ -487,6 +489,8 @@ class CoordinatorWorker:
         for txn_id, (_, retry_at) in list(self._failing.items()):
             if retry_at <= asked and txn_id not in seen:
                 del self._failing[txn_id]
+                if self._cluster:
+                    continue
                 conn.execute(
                     QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
                 )
@@ -494,9 +498,10 @@ class CoordinatorWorker:
     def _resolved(self, conn: psycopg.Connection[Any], txn_id: TxnId) -> None:
         """A transaction whose marker phase had failed is finished now."""
         count, _ = self._failing.pop(txn_id)
-        conn.execute(
-            QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
-        )
+        if not self._cluster:
+            conn.execute(
+                QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
+            )
         log.info("transaction %s finished after %s failed attempt(s)", txn_id, count)
 
     @staticmethod

@@ -175,6 +175,35 @@ def test_a_decision_without_markers_is_finished_by_the_coordinator_worker(
         producer.close()
 
 
+def test_a_home_shard_that_crashed_after_the_decision_keeps_it(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """The decision is durable on the home shard before any marker: a crash of
+    the home shard right after it loses nothing, and the worker through the
+    proxy then commits on every shard."""
+    with txnq.Client(cluster.proxy) as client:
+        setup = Setup(client, cluster, topic_name)
+        producer = client.producer(setup.output, name="plain")
+        txn = client.new_transaction()
+        _work(setup, producer, txn)
+        txn.commit(wait=False)
+        home = cluster.servers.shards[txn.txn_id.tc_id & 1]
+        cluster.servers.pause(home, mode="immediate")  # a crash
+        cluster.servers.resume(home)
+        assert sorted(s or "" for s in _states(cluster, txn.txn_id)) == ["COMMITTING", "OPEN"]
+        with running_coordinator(cluster.proxy):
+            deadline = time.monotonic() + 3 * RECEIVE_TIMEOUT
+            while _states(cluster, txn.txn_id) != ["COMMITTED", "COMMITTED"]:
+                assert time.monotonic() < deadline, _states(cluster, txn.txn_id)
+                time.sleep(0.2)
+        setup.close()
+        with client.subscribe(setup.output, "after", initial_position="earliest") as watcher:
+            assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
+            assert _drain(watcher) == []
+        assert setup.backlog(client) == 0
+        producer.close()
+
+
 def test_a_recovery_that_stopped_after_one_shard_is_finished_once(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
@@ -333,14 +362,15 @@ def test_bad_input_and_what_stays_refused(
         home = txn.txn_id.tc_id & 1
         # A participant never commits what it did not prepare (TQ031), and
         # the shard functions check their arguments.
+        tc, seq = txn.txn_id
         with cluster.shard_conn(1 - home) as shard:
             for statement, sqlstate in (
-                (f"SELECT txnq.cluster_txn_apply_v1({txn.txn_id.tc_id}, {txn.txn_id.seq}, true, 'client')", "TQ031"),
-                (f"SELECT txnq.cluster_txn_apply_v1({txn.txn_id.tc_id}, {txn.txn_id.seq}, true, 'bad')", "TQ005"),
+                (f"SELECT txnq.cluster_txn_apply_v1({tc}, {seq}, true, 'client')", "TQ031"),
+                (f"SELECT txnq.cluster_txn_apply_v1({tc}, {seq}, true, 'bad')", "TQ005"),
                 ("SELECT txnq.cluster_txn_prepare_v1(NULL, 1)", "TQ005"),
                 ("SELECT txnq.cluster_txn_mirror_v1(0, 1, 0, now())", "TQ005"),
-                ("SELECT * FROM txnq.cluster_end_txn_v1(0, 1, true, 'client', false, 'nope')", "TQ005"),
-            ):  # fmt: skip
+                ("SELECT txnq.cluster_end_txn_v1(0, 1, true, 'client', false, 'x')", "TQ005"),
+            ):
                 with pytest.raises(psycopg.Error) as raised:
                     shard.execute(statement)
                 assert raised.value.sqlstate == sqlstate, statement
@@ -351,7 +381,11 @@ def test_bad_input_and_what_stays_refused(
         # tables must be in one database.
         name = topic_name("attached")
         client.admin.create_topic(name, partitions=2)
-        with client.producer(name) as producer, psycopg.connect(cluster.proxy) as conn:
-            with pytest.raises(errors.NotSupportedThroughProxyError, match="one database"):
-                with conn.transaction(), txnq.attach(conn) as attached:
-                    producer.send_async(b"x", txn=attached)
+        with (
+            client.producer(name) as producer,
+            psycopg.connect(cluster.proxy) as conn,
+            pytest.raises(errors.NotSupportedThroughProxyError, match="one database"),
+            conn.transaction(),
+            txnq.attach(conn) as attached,
+        ):
+            producer.send_async(b"x", txn=attached)
