@@ -157,7 +157,7 @@ BEGIN
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'TQ030',
         MESSAGE = format('txnq.%s is not supported through a txnq cluster proxy yet', p_function),
-        HINT = 'it spans partitions or needs the whole cluster (shared subscriptions, transactions, '
+        HINT = 'it spans partitions or needs the whole cluster (shared subscriptions, '
                'inspection, lifecycle): run it on one shard''s database, or wait for the slice of '
                'docs/cluster.md that routes it; nothing was changed';
 END;

@@ -10,6 +10,7 @@ shard; application transactions (attach) are refused with TQ030."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ import psycopg
 import pytest
 
 import txnq
+import txnq.aio
 from tests.cluster.conftest import Cluster
 from tests.helpers import running_coordinator
 from txnq import errors
@@ -389,3 +391,32 @@ def test_bad_input_and_what_stays_refused(
             txnq.attach(conn) as attached,
         ):
             producer.send_async(b"x", txn=attached)
+
+
+def test_the_asyncio_client_commits_a_transaction_over_both_shards(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("aio-txn")
+
+    async def run() -> tuple[TxnId, list[bytes]]:
+        async with txnq.aio.Client(cluster.proxy) as client:
+            await client.admin.create_topic(name, partitions=4)
+            watcher = await client.subscribe(name, "w", initial_position="earliest")
+            async with await client.producer(name, transactional_id=topic_name("aio")) as producer:
+                txn = await client.new_transaction()
+                for i in range(8):
+                    await producer.send_async(f"a{i}".encode(), partition=i % 4, txn=txn)
+                await producer.flush()
+                assert await watcher.receive(timeout=QUIET) is None
+                await txn.commit()
+            received = []
+            for _ in range(8):
+                message = await watcher.receive(timeout=RECEIVE_TIMEOUT)
+                assert message is not None
+                received.append(message.value)
+            await watcher.close()
+            return txn.txn_id, received
+
+    txn_id, received = asyncio.run(run())
+    assert sorted(received) == sorted(f"a{i}".encode() for i in range(8))
+    assert _states(cluster, txn_id) == ["COMMITTED", "COMMITTED"]
