@@ -260,9 +260,28 @@ LANGUAGE plproxy AS $$
     SELECT d.tc_id, d.txn_seq, d.state FROM txnq.coordinator_decided_v1(p_tc_ids, p_grace_seconds, p_limit) d;
 $$;
 
+-- A shard's prepared mirrors (no timeout since their vote) of the given
+-- coordinators whose original timeout passed the grace ago: the decision
+-- should have reached them by then. The run applies the home shard's decision
+-- (also one the home shard finished alone: a worker run on it directly).
+CREATE OR REPLACE FUNCTION txnq_cluster.prepared_mirrors_on(
+    p_shard integer, p_tc_ids integer[], p_grace_seconds double precision, p_limit integer)
+RETURNS TABLE (tc_id integer, txn_seq bigint, state text)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT t.tc_id, t.txn_seq, 'PREPARED'::text AS state
+      FROM txnq.transactions t
+     WHERE t.state = 'OPEN' AND t.timeout_at = 'infinity' AND t.tc_id = ANY (p_tc_ids)
+       AND t.opened_at + make_interval(secs => t.timeout_seconds + p_grace_seconds) < now()
+     ORDER BY t.opened_at
+     LIMIT p_limit;
+$$;
+
 -- Decided, unfinished transactions of the given coordinators on any shard:
--- the home shard's decisions, and a participant's own (its timeout job aborted
--- a mirror that never prepared; the run then finds the home shard's state).
+-- the home shard's decisions, a participant's own (its timeout job aborted a
+-- mirror that never prepared; the run then finds the home shard's state), and
+-- prepared mirrors left behind (prepared_mirrors_on).
 CREATE OR REPLACE FUNCTION txnq.coordinator_decided_v1(
     p_tc_ids integer[], p_grace_seconds double precision, p_limit integer)
 RETURNS TABLE (tc_id integer, txn_seq bigint, state text)
@@ -272,8 +291,11 @@ BEGIN
     RETURN QUERY
     SELECT DISTINCT ON (d.tc_id, d.txn_seq) d.tc_id, d.txn_seq, d.state
       FROM generate_series(0, txnq_cluster.shard_count() - 1) s,
-           LATERAL txnq_cluster.coordinator_decided_on(s, p_tc_ids, p_grace_seconds, p_limit) d
-     ORDER BY d.tc_id, d.txn_seq, (s = txnq_cluster.home_shard(d.tc_id)) DESC
+           LATERAL (SELECT * FROM txnq_cluster.coordinator_decided_on(s, p_tc_ids, p_grace_seconds, p_limit)
+                    UNION ALL
+                    SELECT * FROM txnq_cluster.prepared_mirrors_on(s, p_tc_ids, greatest(p_grace_seconds, 1),
+                                                                   p_limit)) d
+     ORDER BY d.tc_id, d.txn_seq, (s = txnq_cluster.home_shard(d.tc_id)) DESC, d.state = 'PREPARED'
      LIMIT p_limit;
 END;
 $$;

@@ -250,6 +250,34 @@ def test_a_recovery_that_stopped_after_one_shard_is_finished_once(
         producer.close()
 
 
+def test_a_prepared_participant_left_behind_gets_the_home_shards_decision(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """A coordinator worker run on the home shard directly finished the home
+    shard's part alone: the worker through the proxy finds the other shard's
+    prepared mirror once its timeout has passed and commits it there too."""
+    with txnq.Client(cluster.proxy) as client:
+        setup = Setup(client, cluster, topic_name)
+        producer = client.producer(setup.output, name="plain")
+        txn = client.new_transaction(timeout=2.0)
+        _work(setup, producer, txn)
+        txn.commit(wait=False)
+        home = txn.txn_id.tc_id & 1
+        with cluster.shard_conn(home) as conn:
+            conn.execute("SELECT txnq.complete_txn_v2(%s, %s)", txn.txn_id)
+        states = _states(cluster, txn.txn_id)
+        assert states[home] == "COMMITTED" and states[1 - home] == "OPEN", states
+        time.sleep(3.2)  # past the original timeout and the grace
+        with running_coordinator(cluster.proxy):
+            deadline = time.monotonic() + RECEIVE_TIMEOUT
+            while _states(cluster, txn.txn_id) != ["COMMITTED", "COMMITTED"]:
+                assert time.monotonic() < deadline, _states(cluster, txn.txn_id)
+                time.sleep(0.1)
+        assert len(_receive(setup.watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
+        assert setup.backlog(client) == 0
+        producer.close()
+
+
 def test_a_participant_shard_that_crashed_during_the_transaction_forces_an_abort(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:

@@ -38,24 +38,29 @@ def run_cluster_marker_phase(
     participant shard applies the home shard's decision ("partition" step
     after each), then the home shard completes and finishes ("markers" before,
     "finish" after). Returns the state on the home shard after the run (OPEN
-    when the home shard has not decided: a participant's own timeout abort
-    waits for the home shard's)."""
+    when the home shard has not decided: a participant's own timeout abort, or
+    a prepared mirror, waits for the home shard's decision)."""
     params = {"txn_tc": txn_id.tc_id, "txn_seq": txn_id.seq}
     row = conn.execute(QUERIES["txn_state"], params).fetchone()
-    if row is None or row[0] not in ("COMMITTING", "ABORTING"):
-        return "UNKNOWN" if row is None else str(row[0])
+    if row is None or row[0] == "OPEN":
+        return "UNKNOWN" if row is None else "OPEN"
+    # A finished home shard (a worker run on it directly finished its part
+    # alone) still has its decision applied on the other shards here.
     state, reason = str(row[0]), row[1] or "client"
+    commit = state in ("COMMITTING", "COMMITTED")
     shards = conn.execute(QUERIES["cluster_txn_participants"], params).fetchone()
     assert shards is not None
     for shard in shards[1]:
         conn.execute(
             QUERIES["cluster_txn_apply"],
-            {**params, "shard": shard, "commit": state == "COMMITTING", "reason": reason},
+            {**params, "shard": shard, "commit": commit, "reason": reason},
         )
         if on_step is not None:
             on_step("partition")
     if on_step is not None:
         on_step("markers")
+    if state in ("COMMITTED", "ABORTED"):
+        return state
     final = conn.execute(QUERIES["cluster_txn_complete_home"], params).fetchone()
     assert final is not None
     if on_step is not None:
