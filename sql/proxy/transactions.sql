@@ -87,6 +87,27 @@ LANGUAGE plproxy AS $$
     SELECT txnq.complete_txn_v2(p_tc_id, p_txn_seq);
 $$;
 
+-- A shard PL/Proxy could not reach (its error is internal_error, XX000, with
+-- libpq's words): raised again as connection_failure (08006), so the client
+-- treats it as PostgreSQL unreachable (commit() retries, then raises
+-- ServerUnavailableError) and the coordinator worker as an outage. Any other
+-- error is raised as it is.
+CREATE OR REPLACE FUNCTION txnq_cluster.raise_unreachable(p_message text, p_detail text, p_context text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_message ~ '(PQconnectPoll|PQconsumeInput|PQsendQuery|connection|server closed|timeout)' THEN
+        RAISE EXCEPTION USING ERRCODE = '08006',
+            MESSAGE = 'a shard of the txnq cluster could not be reached: ' || p_message,
+            HINT = 'nothing is decided unless the home shard wrote the decision; the call can be repeated '
+                   '(its steps are idempotent), and the coordinator worker finishes a decided transaction '
+                   'once the shard is back (docs/cluster.md, "Transactions across shards")';
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'XX000', MESSAGE = p_message, DETAIL = coalesce(p_detail, ''),
+        HINT = coalesce(p_context, '');
+END;
+$$;
+
 -- The idempotent steps once more when the first try fails (PL/Proxy's error,
 -- internal_error): a shard that restarted since the proxy's last call to it
 -- fails that call on the connection PL/Proxy kept, and the second try connects
@@ -154,6 +175,16 @@ BEGIN
         CONTINUE WHEN v_shard = v_home;
         PERFORM txnq_cluster.txn_mirror_on(v_shard, tc_id, txn_seq, p_timeout_seconds, timeout_at);
     END LOOP;
+EXCEPTION WHEN internal_error THEN
+    DECLARE
+        v_message text;
+        v_detail text;
+        v_context text;
+    BEGIN
+        GET STACKED DIAGNOSTICS v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL,
+                                v_context = PG_EXCEPTION_CONTEXT;
+        PERFORM txnq_cluster.raise_unreachable(v_message, v_detail, v_context);
+    END;
 END;
 $$;
 
@@ -221,6 +252,16 @@ BEGIN
     END IF;
     SELECT e.state, e.reason INTO state, reason
       FROM txnq_cluster.end_txn_on_home(p_tc_id, p_txn_seq, p_commit, p_reason, p_notify, v_veto) e;
+EXCEPTION WHEN internal_error THEN
+    DECLARE
+        v_message text;
+        v_detail text;
+        v_context text;
+    BEGIN
+        GET STACKED DIAGNOSTICS v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL,
+                                v_context = PG_EXCEPTION_CONTEXT;
+        PERFORM txnq_cluster.raise_unreachable(v_message, v_detail, v_context);
+    END;
 END;
 $$;
 
@@ -246,6 +287,16 @@ BEGIN
         END LOOP;
     END IF;
     RETURN txnq_cluster.complete_txn_on_home(p_tc_id, p_txn_seq);
+EXCEPTION WHEN internal_error THEN
+    DECLARE
+        v_message text;
+        v_detail text;
+        v_context text;
+    BEGIN
+        GET STACKED DIAGNOSTICS v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL,
+                                v_context = PG_EXCEPTION_CONTEXT;
+        PERFORM txnq_cluster.raise_unreachable(v_message, v_detail, v_context);
+    END;
 END;
 $$;
 

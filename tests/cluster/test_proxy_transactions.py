@@ -328,6 +328,86 @@ def test_a_participant_shard_restarted_cleanly_keeps_the_transaction(
         assert setup.backlog(fresh) == 0
 
 
+def test_a_participant_down_at_commit_decides_nothing_and_the_commit_can_be_repeated(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    with txnq.Client(cluster.proxy) as client:
+        setup = Setup(client, cluster, topic_name)
+        producer = client.producer(setup.output, name="plain")
+        txn = client.new_transaction()
+        _work(setup, producer, txn)
+        participant = cluster.servers.shards[1 - (txn.txn_id.tc_id & 1)]
+        cluster.servers.pause(participant, mode="fast")
+        try:
+            # Retried for a while (the shard is unreachable), then given up.
+            with pytest.raises(errors.ServerUnavailableError):
+                txn.commit()
+            home = txn.txn_id.tc_id & 1
+            with cluster.shard_conn(home) as conn:
+                row = conn.execute(
+                    "SELECT state FROM txnq.transactions WHERE tc_id = %s AND txn_seq = %s",
+                    txn.txn_id,
+                ).fetchone()
+            assert row == ("OPEN",)  # nothing decided
+        finally:
+            cluster.servers.resume(participant)
+        txn.commit()  # the same commit again, with the shard back
+        assert _states(cluster, txn.txn_id) == ["COMMITTED", "COMMITTED"]
+        setup.close()
+        producer.close()
+    with (
+        txnq.Client(cluster.proxy) as fresh,
+        fresh.subscribe(setup.output, "after", initial_position="earliest") as watcher,
+    ):
+        assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
+        assert setup.backlog(fresh) == 0
+
+
+def test_a_participant_down_after_the_decision_gets_it_from_the_worker(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """The participant never heard the decision: its partitions' messages stay
+    hidden, the home shard's row stays decided and unfinished, and the worker
+    commits on both once the shard is back."""
+    with txnq.Client(cluster.proxy) as client:
+        setup = Setup(client, cluster, topic_name)
+        producer = client.producer(setup.output, name="plain")
+        txn = client.new_transaction()
+        _work(setup, producer, txn)
+        txn.commit(wait=False)
+        home = txn.txn_id.tc_id & 1
+        participant = cluster.servers.shards[1 - home]
+        cluster.servers.pause(participant, mode="fast")
+        try:
+            with (
+                cluster.proxy_conn() as conn,
+                pytest.raises(psycopg.OperationalError, match="could not be reached"),
+            ):
+                conn.execute("SELECT txnq.complete_txn_v2(%s, %s)", txn.txn_id)
+            with cluster.shard_conn(home) as conn:
+                row = conn.execute(
+                    "SELECT state FROM txnq.transactions WHERE tc_id = %s AND txn_seq = %s",
+                    txn.txn_id,
+                ).fetchone()
+            assert row == ("COMMITTING",)
+        finally:
+            cluster.servers.resume(participant)
+        assert _states(cluster, txn.txn_id)[1 - home] == "OPEN"
+        with running_coordinator(cluster.proxy):
+            deadline = time.monotonic() + 3 * RECEIVE_TIMEOUT
+            while _states(cluster, txn.txn_id) != ["COMMITTED", "COMMITTED"]:
+                assert time.monotonic() < deadline, _states(cluster, txn.txn_id)
+                time.sleep(0.2)
+        setup.close()
+        producer.close()
+    with (
+        txnq.Client(cluster.proxy) as fresh,
+        fresh.subscribe(setup.output, "after", initial_position="earliest") as watcher,
+    ):
+        assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
+        assert setup.backlog(fresh) == 0
+
+
 def test_a_timed_out_transaction_aborts_on_every_shard(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
