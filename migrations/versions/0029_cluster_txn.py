@@ -12,7 +12,9 @@ shard as on one server. The shard functions of the protocol across shards:
 - cluster_end_txn_v1: the decision on the home shard, end_txn_v3 or an abort
   with a participant's veto;
 - cluster_txn_apply_v1: the home shard's decision applied on a participant
-  with its whole marker phase (complete_txn_v2), idempotent.
+  with its whole marker phase (complete_txn_v2), idempotent;
+- cluster_txn_writable_v1: the guard before a write in a transaction on a
+  participant: a prepared mirror takes no more writes.
 
 No table changes; nothing of a single server's transaction path changes.
 grant_roles_v6 runs at the end: they are public functions of the client
@@ -40,6 +42,7 @@ SQL_FILES = [
     "0029/functions/cluster_txn_prepare_v1.sql",
     "0029/functions/cluster_txn_apply_v1.sql",
     "0029/functions/cluster_end_txn_v1.sql",
+    "0029/functions/cluster_txn_writable_v1.sql",
 ]
 
 GRANT_ROLES = "SELECT txnq.grant_roles_v6()"
@@ -50,6 +53,7 @@ DOWNGRADE = (
     "DROP FUNCTION txnq.cluster_txn_prepare_v1(integer, bigint)",
     "DROP FUNCTION txnq.cluster_txn_apply_v1(integer, bigint, boolean, text)",
     "DROP FUNCTION txnq.cluster_end_txn_v1(integer, bigint, boolean, text, boolean, text)",
+    "DROP FUNCTION txnq.cluster_txn_writable_v1(integer, bigint)",
 )
 
 

@@ -69,7 +69,7 @@ class Setup:
         self.input = name("txn-in")
         self.output = name("txn-out")
         topic = client.admin.create_topic(self.input, partitions=4)
-        client.admin.create_topic(self.output, partitions=4)
+        self.output_id = client.admin.create_topic(self.output, partitions=4).topic_id
         owners = {shard_of(cluster.proxy, topic.topic_id, p) for p in range(4)}
         assert owners == {0, 1}
         self.consumer = client.subscribe(self.input, "etl", initial_position="earliest")
@@ -275,6 +275,39 @@ def test_a_prepared_participant_left_behind_gets_the_home_shards_decision(
                 time.sleep(0.1)
         assert len(_receive(setup.watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
         assert setup.backlog(client) == 0
+        producer.close()
+
+
+def test_a_late_write_on_a_prepared_participant_is_refused(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """Once a participant voted for the commit, a write of the transaction that
+    arrives there (a request delayed past commit()) is refused, as on one
+    server after the decision; the transaction commits without it."""
+    with txnq.Client(cluster.proxy) as client:
+        setup = Setup(client, cluster, topic_name)
+        producer = client.producer(setup.output, name="plain")
+        txn = client.new_transaction()
+        _work(setup, producer, txn)
+        other = 1 - (txn.txn_id.tc_id & 1)
+        with cluster.proxy_conn() as conn:
+            row = conn.execute(
+                "SELECT txnq_cluster.txn_prepare_on(%s, %s, %s)", (other, *txn.txn_id)
+            ).fetchone()
+            assert row == ("prepared",)
+            topic = setup.output_id
+            late = next(p for p in range(4) if shard_of(cluster.proxy, topic, p) == other)
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute(
+                    "SELECT * FROM txnq.append_v5(%s, %s, NULL, NULL, NULL, "
+                    "ARRAY['late']::bytea[], NULL, NULL, NULL, %s, %s)",
+                    (topic, late, *txn.txn_id),
+                )
+            assert raised.value.sqlstate == "TQ013"
+        txn.commit()
+        out = _receive(setup.watcher, 4 * PER_PARTITION)
+        assert b"late" not in {m.value for m in out}
+        assert _drain(setup.watcher) == []
         producer.close()
 
 

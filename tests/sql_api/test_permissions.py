@@ -69,7 +69,7 @@ ANY_CLIENT = {
     "open_txn", "txn_limits", "schema_revision", "list_topics", "topic_permissions",
     "publish_staged", "discard_staged", "init_transactional_id", "spark_ingestion_list",
     "sink_pending", "sink_session_epoch", "sink_session_lock", "txn_list", "roll_entry_log",
-    "console_role", "cluster_txn_mirror",
+    "console_role", "cluster_txn_mirror", "cluster_txn_writable",
 }  # fmt: skip
 PURE = {"key_hash", "key_owner", "partition_for_key"}
 ADMIN_ONLY = {"txn_find_hanging", "console_record_action"}
