@@ -206,7 +206,8 @@ class PermissionDeniedError(TxnqError):
 class NotSupportedThroughProxyError(TxnqError):
     """A call reached a txnq cluster's proxy database that the proxy does not
     route yet (SQLSTATE TQ030): it spans partitions or needs the whole cluster
-    (shared subscriptions, transactions, inspection views, lifecycle jobs).
+    (shared subscriptions, inspection views, lifecycle jobs), or it needs one
+    database (application transactions: ``txnq.attach(conn)``).
     docs/cluster.md lists what a proxy routes; nothing was changed."""
 
 

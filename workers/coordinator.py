@@ -60,6 +60,7 @@ from psycopg.conninfo import conninfo_to_dict
 from txnq.workers.coordinator_thread import CoordinatorThread
 
 from txnq import errors
+from txnq.cluster.transactions import is_proxy, run_cluster_marker_phase
 from txnq.database.connections import is_outage, libpq_dsn, scalar
 from txnq.database.queries import QUERIES
 from txnq.failpoints import failpoint
@@ -117,6 +118,7 @@ class CoordinatorWorker:
         self.lease_seconds = max(self.settings.coordinator_lease_seconds, 2 * self.poll_interval)
         self.grace_seconds = grace_seconds
         self.owned: set[int] = set()
+        self._cluster = False  # connected to a cluster's proxy (set at connect)
         self.share = 0
         self.completed = 0
         self._member_key = random.randrange(1, 1 << 31)
@@ -216,6 +218,9 @@ class CoordinatorWorker:
             self._member_key = random.randrange(1, 1 << 31)  # taken: another key next time
             conn.close()
             raise errors.ServerUnavailableError("membership key taken")
+        # Through a cluster's proxy the marker phase spans the shards
+        # (docs/cluster.md, "Transactions across shards").
+        self._cluster = is_proxy(conn)
         # After the membership lock: a peer that wakes on it counts this worker.
         conn.execute(f"NOTIFY {REBALANCE_CHANNEL}")
         self._conn = conn
@@ -324,7 +329,8 @@ class CoordinatorWorker:
         if self._member_key not in members:
             raise LeaseLostError(f"{self.name}: PostgreSQL no longer has this worker's membership")
         self.confirm_leases()
-        tc_ids = [row[0] for row in conn.execute(QUERIES["coordinator_ids"]).fetchall()]
+        ids = QUERIES["cluster_coordinator_ids" if self._cluster else "coordinator_ids"]
+        tc_ids = [row[0] for row in conn.execute(ids).fetchall()]
         workers, rank = len(members), members.index(self._member_key)
         fair = len(tc_ids) // workers + (1 if rank < len(tc_ids) % workers else 0)
         self.share = fair
@@ -402,7 +408,8 @@ class CoordinatorWorker:
                     continue
                 txn_id = TxnId(tc_id, txn_seq)
                 try:
-                    state = run_marker_phase(conn, txn_id, on_step=self._on_step)
+                    marker_phase = run_cluster_marker_phase if self._cluster else run_marker_phase
+                    state = marker_phase(conn, txn_id, on_step=self._on_step)
                 except psycopg.errors.DeadlockDetected:
                     continue  # retried at the next scan
                 except Exception as exc:
@@ -443,6 +450,8 @@ class CoordinatorWorker:
             exc,
             exc_info=not isinstance(exc, psycopg.Error | errors.TxnqError),
         )
+        if self._cluster:
+            return  # the proxy holds no txnq.job_failures: the log says it (docs/cluster.md)
         try:
             names = dict(
                 conn.execute(
@@ -480,6 +489,8 @@ class CoordinatorWorker:
         for txn_id, (_, retry_at) in list(self._failing.items()):
             if retry_at <= asked and txn_id not in seen:
                 del self._failing[txn_id]
+                if self._cluster:
+                    continue
                 conn.execute(
                     QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
                 )
@@ -487,9 +498,10 @@ class CoordinatorWorker:
     def _resolved(self, conn: psycopg.Connection[Any], txn_id: TxnId) -> None:
         """A transaction whose marker phase had failed is finished now."""
         count, _ = self._failing.pop(txn_id)
-        conn.execute(
-            QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
-        )
+        if not self._cluster:
+            conn.execute(
+                QUERIES["clear_job_failures"], {"job": JOB, "subject": f"transaction {txn_id}"}
+            )
         log.info("transaction %s finished after %s failed attempt(s)", txn_id, count)
 
     @staticmethod

@@ -45,21 +45,23 @@ CREATE TABLE IF NOT EXISTS txnq_cluster.shards (
 --   spread     every shard in turn, from one that depends on the caller,
 --              until the call has what it asked for (claim_v6: shared.sql)
 --   union      every shard's own rows, all of them (views_shards.sql)
+--   home       RUN ON the home shard of the transaction's coordinator
+--   txn        the protocol across shards (transactions.sql)
 --   refused    raises TQ030: not supported through a proxy yet
 CREATE TABLE IF NOT EXISTS txnq_cluster.routing (
     function_name text PRIMARY KEY,
     rule text NOT NULL CONSTRAINT routing_rule_check
         CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'spread',
-                        'union', 'refused')),
+                        'union', 'home', 'txn', 'refused')),
     note text NOT NULL DEFAULT ''
 );
 -- A proxy installed before the rules 'proxy' (Spark), 'spread' (shared
--- subscriptions) and 'union' (views_shards.sql) existed: the one place the
--- list of rules is kept.
+-- subscriptions), 'union' (views_shards.sql), 'home' and 'txn'
+-- (transactions.sql) existed: the one place the list of rules is kept.
 ALTER TABLE txnq_cluster.routing DROP CONSTRAINT IF EXISTS routing_rule_check;
 ALTER TABLE txnq_cluster.routing ADD CONSTRAINT routing_rule_check
     CHECK (rule IN ('partition', 'all', 'all_ids', 'first', 'owned', 'summed', 'proxy', 'spread',
-                    'union', 'refused'));
+                    'union', 'home', 'txn', 'refused'));
 
 -- txnq_cluster.route: the stable hash of a partition, documented in
 -- docs/cluster.md: (hashint4(topic_id) & 0x7fffffff) + partition, kept in 31
@@ -147,11 +149,25 @@ CREATE OR REPLACE FUNCTION txnq_cluster.refuse(p_function text)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- Application transactions (txnq.attach(conn), consumer.process(conn))
+    -- write into the application's own PostgreSQL transaction: that needs
+    -- the partitions and the application's tables in one database.
+    IF p_function IN ('stage_send_v1', 'stage_send_v2', 'send_at_commit_v1', 'send_at_commit_v2',
+                      'stage_ack_v1', 'stage_ack_v2', 'publish_staged_v1', 'publish_staged_v2',
+                      'discard_staged_v1', 'discard_staged_v2') THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ030',
+            MESSAGE = format('txnq.%s is not supported through a txnq cluster proxy: an application '
+                             'transaction (txnq.attach(conn), consumer.process(conn)) writes messages and '
+                             'acks in the application''s own database transaction, so the partitions and '
+                             'the application''s tables must be in one database', p_function),
+            HINT = 'use client.new_transaction() through the proxy (atomic across shards), or attach to a '
+                   'single txnq database that holds your tables; nothing was changed';
+    END IF;
     RAISE EXCEPTION USING ERRCODE = 'TQ030',
         MESSAGE = format('txnq.%s is not supported through a txnq cluster proxy yet', p_function),
-        HINT = 'it spans partitions or needs the whole cluster (transactions, inspection, '
-               'lifecycle): run it on one shard''s database, or wait for the slice of '
-               'docs/cluster.md that routes it; nothing was changed';
+        HINT = 'it needs the whole cluster in a way no slice routes yet (transaction '
+               'inspection, grants, the console, an older function version): run it on one '
+               'shard''s database, or see docs/cluster.md, "Not there yet"; nothing was changed';
 END;
 $$;
 

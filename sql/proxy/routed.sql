@@ -39,7 +39,8 @@ LANGUAGE plproxy AS $$
     SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
       FROM txnq.append_packed_v1(p_topic_id, p_partition, p_producer_id, p_producer_epoch,
                                  p_first_sequence, p_payload_bytes, p_payload_lengths, p_keys,
-                                 p_properties, p_event_times, p_txn_tc, p_txn_seq) a;
+                                 p_properties, p_event_times, p_txn_tc,
+                                 txnq.cluster_txn_writable_v1(p_txn_tc, p_txn_seq)) a;
 $$;
 
 -- Payloads that do not pack (NULL, not one-dimensional from 1) go as they
@@ -56,7 +57,8 @@ LANGUAGE plproxy AS $$
     RUN ON txnq_cluster.route(p_topic_id, p_partition);
     SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
       FROM txnq.append_v5(p_topic_id, p_partition, p_producer_id, p_producer_epoch, p_first_sequence,
-                          p_payloads, p_keys, p_properties, p_event_times, p_txn_tc, p_txn_seq) a;
+                          p_payloads, p_keys, p_properties, p_event_times, p_txn_tc,
+                          txnq.cluster_txn_writable_v1(p_txn_tc, p_txn_seq)) a;
 $$;
 
 -- PL/pgSQL: its statements' plans are cached for the session.
@@ -145,6 +147,9 @@ RETURNS bigint
 LANGUAGE plproxy AS $$
     CLUSTER 'txnq';
     RUN ON txnq_cluster.route(p_topic_id, p_partition);
+    SELECT txnq.ack_v3(p_topic_id, p_partition, p_subscription_id, p_cumulative_offset, p_offsets,
+                       p_batch_indexes, p_batch_sizes, p_cumulative_batch_index, p_cumulative_batch_size,
+                       p_txn_tc, txnq.cluster_txn_writable_v1(p_txn_tc, p_txn_seq));
 $$;
 
 CREATE OR REPLACE FUNCTION txnq.cursor_generation_v1(

@@ -56,9 +56,11 @@ SELECT t.topic_id, t.name, t.partitions, t.entries,
 SELECT txnq_cluster.shard_of(%(topic_id)s, %(partition)s)
 
 -- name: cluster_is_proxy
--- Whether this database is a cluster's proxy (the CLI's reads then show
--- which shard a shard's own row comes from).
-SELECT to_regclass('txnq_cluster.job_failure_status') IS NOT NULL AS proxy
+-- Whether this database is a cluster's proxy: the schema txnq_cluster and no
+-- txnq tables. The coordinator worker asks at connect (through a proxy it
+-- runs the marker phase across shards); the CLI's reads of each shard's own
+-- rows then show which shard a row comes from.
+SELECT to_regnamespace('txnq_cluster') IS NOT NULL AND to_regclass('txnq.transactions') IS NULL AS proxy
 
 -- name: cluster_gc_history
 -- gc_history on a proxy: every shard's lifecycle runs, with the shard.
@@ -75,3 +77,22 @@ SELECT shard, job, topic_id, topic, partition, subject, failures, first_failed_a
        failing_seconds, error, sqlstate
   FROM txnq_cluster.job_failure_status
  ORDER BY first_failed_at, job, topic_id, partition, subject, shard
+
+-- name: cluster_coordinator_ids
+-- Every coordinator of a cluster (TC_COUNT, alike on every shard).
+SELECT g AS tc_id FROM txnq.txn_limits_v1() l, generate_series(0, l.tc_count - 1) AS g ORDER BY 1
+
+-- name: cluster_txn_participants
+-- A transaction's home shard and the other shards (its participants), in order.
+SELECT txnq_cluster.home_shard(%(txn_tc)s) AS home,
+       ARRAY(SELECT s FROM generate_series(0, txnq_cluster.shard_count() - 1) s
+              WHERE s <> txnq_cluster.home_shard(%(txn_tc)s) ORDER BY s) AS others
+
+-- name: cluster_txn_apply
+-- The home shard's decision applied on one participant shard, with its
+-- markers and pending acks (one shard transaction, idempotent).
+SELECT txnq_cluster.txn_apply(%(shard)s, %(txn_tc)s, %(txn_seq)s, %(commit)s, %(reason)s)
+
+-- name: cluster_txn_complete_home
+-- The home shard's own marker phase and finish, after every participant's.
+SELECT txnq_cluster.complete_txn_on_home(%(txn_tc)s, %(txn_seq)s)

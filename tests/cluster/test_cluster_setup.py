@@ -76,7 +76,9 @@ def test_every_function_of_the_proxy_has_one_routing_rule(cluster: Cluster) -> N
     # The views the proxy answers over the whole cluster have their rule too.
     assert functions | set(ROUTED_VIEWS) == set(rules)
     assert {name for name in CLIENT_FUNCTIONS if rules.get(name) in (None, "refused")} == set()
-    assert {rules[name] for name in ("claim_v5", "open_txn_v2", "ack_shared_v4")} == {"refused"}
+    refused = ("claim_v5", "send_at_commit_v2", "ack_shared_v4")
+    assert {rules[name] for name in refused} == {"refused"}
+    assert {rules[name] for name in ("open_txn_v3", "end_txn_v3", "complete_txn_v2")} == {"txn"}
 
 
 def test_status_counts_each_partition_on_its_owner_once(

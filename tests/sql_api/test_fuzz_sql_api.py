@@ -450,6 +450,9 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ("p_hand_out", "boolean"): booleans,
     ("p_nullable", "boolean"): booleans,
     ("p_reason", "text"): names("client", "admin"),
+    # Transactions across a cluster's shards (cluster_*_txn*, revision 0029).
+    ("p_timeout_at", "timestamp with time zone"): timestamps,
+    ("p_veto", "text"): names("timeout", "crash", "ended"),
     ("p_transactional_id", "text"): names("fz-tid", "fz-tid", "fz-other"),
     ("p_name", "text"): names(
         "fz-a", "fz-new", "sub_a_ex", "sub-new", "c-new", "fz-ing", "fz-ing-idle"

@@ -62,14 +62,14 @@ USE = {
 OWN_TXN = {
     "end_txn", "end_and_complete_txn", "complete_txn", "bind_txn", "txn_state", "txn_describe",
     "txn_describe_partitions", "txn_describe_subscriptions", "txn_history", "sink_begin",
-    "sink_prepare", "sink_forget",
+    "sink_prepare", "sink_forget", "cluster_txn_prepare", "cluster_txn_apply", "cluster_end_txn",
 }  # fmt: skip
 # No topic named: every application role may (listings show only what it may see).
 ANY_CLIENT = {
     "open_txn", "txn_limits", "schema_revision", "list_topics", "topic_permissions",
     "publish_staged", "discard_staged", "init_transactional_id", "spark_ingestion_list",
     "sink_pending", "sink_session_epoch", "sink_session_lock", "txn_list", "roll_entry_log",
-    "console_role",
+    "console_role", "cluster_txn_mirror", "cluster_txn_writable",
 }  # fmt: skip
 PURE = {"key_hash", "key_owner", "partition_for_key"}
 ADMIN_ONLY = {"txn_find_hanging", "console_record_action"}

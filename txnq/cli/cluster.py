@@ -123,7 +123,7 @@ def _server(dsn: str) -> str:
 @cluster_app.command("routing")
 def cluster_routing(proxy: ProxyOption = None, as_json: JsonOption = False) -> None:
     """Show how the proxy routes each txnq function (partition, all, all_ids,
-    first, owned, summed) and which it refuses for now (refused: TQ030)."""
+    first, owned, summed, home, txn) and which it refuses for now (refused: TQ030)."""
     from txnq.cluster.setup import routing
 
     rows = routing(_proxy_dsn(proxy))

@@ -29,6 +29,7 @@ PROXY_FILES = (
     "shared.sql",
     "routing.sql",
     "spark.sql",
+    "transactions.sql",
     "refused.sql",
 )
 #: Run after txnq_cluster.install_refusals: the views answered over the whole

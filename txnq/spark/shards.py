@@ -73,8 +73,9 @@ def refuse_writes_through_proxy(conn: psycopg.Connection[Any]) -> None:
         raise NotSupportedThroughProxyError(
             "writing a DataFrame to txnq (df.write.format('txnq'), write_dataframe, "
             "TwoPhaseCommitSink) through a txnq cluster proxy is not supported yet: a Spark write "
-            "is one txnq transaction across the topic's partitions, and transactions are not "
-            "routed across shards yet (docs/cluster.md). Produce with a txnq producer through "
+            "is one txnq transaction across the topic's partitions under the sink's own "
+            "two-phase protocol (sink_begin / sink_prepare), which is not routed across shards "
+            "yet (docs/cluster.md). Produce with a txnq producer through "
             "the proxy instead (client.producer(topic).send_async / flush: routed, idempotent, "
             "not atomic across partitions); nothing was written"
         )

@@ -94,7 +94,7 @@ class TwoPhaseCommitSink:
         self._client = client if client is not None else Client(dsn)
         try:
             with self._client.connection() as conn:
-                refuse_writes_through_proxy(conn)  # transactions span shards: not routed yet
+                refuse_writes_through_proxy(conn)  # the sink protocol is not routed yet
             self._topic = self._client.admin.get_topic(topic)
             _, max_timeout = self._client._transaction_limits()
             self._timeout = (
