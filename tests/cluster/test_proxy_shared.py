@@ -375,12 +375,15 @@ def test_delayed_messages_come_at_their_time_from_both_shards(
             assert sorted(m.value for _, m in got) == [b"late0", b"late1"]
 
 
-def test_a_retry_topic_consumer_reads_through_the_proxy_and_reconsume_later_is_refused(
+def test_reconsume_later_moves_a_message_to_the_retry_topic_across_shards(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
-    """The retry consumer (a shared subscription of the retry-letter topic)
-    works; reconsume_later needs a txnq transaction, not routed yet: refused
-    with TQ030, and the message stays with the consumer."""
+    """reconsume_later sends the copy to the retry-letter topic and
+    acknowledges the original in one txnq transaction: through the proxy a
+    transaction across shards (the original's partition and the retry topic's
+    may live on different shards). The copy comes back after its delay with
+    the retry properties, the original is never delivered again, and nothing
+    is left in either subscription."""
     name = topic_name("retry")
     with txnq.Client(cluster.proxy) as client:
         client.admin.create_topic(name, partitions=2)
@@ -391,16 +394,27 @@ def test_a_retry_topic_consumer_reads_through_the_proxy_and_reconsume_later_is_r
             with client.producer(retry_topic, name="p") as producer:
                 producer.send(b"from the retry topic", properties={"RECONSUMETIMES": "1"})
             with client.producer(name, name="p") as producer:
-                producer.send(b"original", partition=1)
-            got = _drain({"c": consumer}, 2, ack=False)
+                for partition in (0, 1):  # one original on each shard's partition
+                    producer.send(f"original-{partition}".encode(), partition=partition)
+            got = _drain({"c": consumer}, 3, ack=False)
             values = {m.value: m for _, m in got}
-            assert set(values) == {b"from the retry topic", b"original"}
-            with pytest.raises(errors.NotSupportedThroughProxyError):
-                consumer.reconsume_later(values[b"original"], "1s")
-            for message in values.values():
-                consumer.acknowledge(message)
-        backlog = {s.name: s.backlog_entries for s in client.admin.list_subscriptions(name)}
-        assert backlog == {"r": 0}
+            assert set(values) == {b"from the retry topic", b"original-0", b"original-1"}
+            consumer.acknowledge(values[b"from the retry topic"])
+            asked_at = time.monotonic()
+            for partition in (0, 1):
+                consumer.reconsume_later(values[f"original-{partition}".encode()], "300ms")
+            retried = _drain({"c": consumer}, 2)
+            assert time.monotonic() - asked_at >= 0.3
+            assert sorted(m.value for _, m in retried) == [b"original-0", b"original-1"]
+            for _, message in retried:
+                assert message.message_id.topic == retry_topic
+                assert message.properties["RECONSUMETIMES"] == "1"
+                original = values[message.value]
+                assert message.properties["ORIGIN_MESSAGE_ID"] == str(original.message_id)
+            assert consumer.receive(timeout=0.5) is None  # the originals were acknowledged
+        for topic in (name, retry_topic):
+            backlog = {s.name: s.backlog_entries for s in client.admin.list_subscriptions(topic)}
+            assert backlog == {"r": 0}, topic
 
 
 def test_the_asyncio_client_consumes_a_shared_subscription_through_the_proxy(

@@ -394,7 +394,7 @@ def test_writes_through_the_proxy_are_refused_before_anything_starts(
     topic = topic_name("spark-write")
     with txnq.Client(cluster.proxy) as client:
         client.admin.create_topic(topic, partitions=2)
-    with pytest.raises(errors.NotSupportedThroughProxyError, match="transactions are not routed"):
+    with pytest.raises(errors.NotSupportedThroughProxyError, match="not routed across shards yet"):
         TwoPhaseCommitSink(topic, "job.sink-0", dsn=cluster.proxy)
     frame = spark.createDataFrame([("a",), ("b",)], "value string")
     with pytest.raises(Exception, match="through a txnq cluster proxy is not supported yet"):
