@@ -1,0 +1,214 @@
+"""The cluster pass: the core API tests once more, with the client's DSN at the
+proxy of a two-shard PL/Proxy cluster (issue 19; docs/cluster.md, The tests;
+docs/development.md).
+
+``pytest --cluster tests/conformance ...`` (``make test-cluster``, which
+``make test`` runs after the main pass) makes the ``dsn`` fixture, and
+``make_module_database``, hand out the DSN of a proxy database instead of a
+plain txnq database: each test gets a cluster of its own, a proxy and two
+shard databases cloned from templates that ``txnq.cluster.setup.init`` built
+once per session on three throwaway PostgreSQL 15 servers
+(``txnq.cluster.servers.ThrowawayServers``), so the tests keep their own topic
+names and isolation. Cloning the three databases and pointing the proxy's
+PL/Proxy server at the clones takes a fraction of a second.
+
+What the proxy does not route yet is refused there (TQ030), so a test that
+needs it is marked ``@needs_cluster_slice("transactions")`` (one of
+:data:`SLICES`): in the cluster pass it is skipped with a reason that names
+the missing slice; everywhere else the mark does nothing. When a slice lands,
+add its name to :data:`ROUTED_SLICES` and its tests run through the proxy.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+from psycopg import sql
+
+#: The command-line flag that turns the cluster pass on.
+OPTION = "--cluster"
+#: Shards of the pass's clusters (a power of two; two is the smallest that
+#: spreads a topic's partitions over servers).
+SHARDS = 2
+#: The template databases' name on each throwaway server.
+TEMPLATE = "txnq_cluster_template"
+
+#: The slices of issue 19 that the proxy does not route yet (TQ030 today),
+#: each being built on a branch of its own, and what they cover.
+SLICES = {
+    "transactions": "transactions across shards (new_transaction, a transactional producer)",
+    "attach": "application transactions (attach, consumer.process on the application's connection)",
+    "shared": "shared and key_shared subscriptions (claim_v5), their nacks, backoff, ack timeouts",
+    "dead_letters": "dead letters and retry topics (reconsume_later), on shared subscriptions",
+    "delayed": "delayed delivery (append_delayed_v2)",
+}
+#: The slices routed through the proxy: their tests run in the cluster pass.
+#: Add a slice's name here when it lands.
+ROUTED_SLICES: frozenset[str] = frozenset()
+
+MARK = "needs_cluster_slice"
+
+
+def needs_cluster_slice(*slices: str) -> pytest.MarkDecorator:
+    """Mark a test (or a parameter, with ``pytest.param(..., marks=...)``) that
+    needs slices the proxy does not route yet: skipped in the cluster pass,
+    naming them, until every one is in :data:`ROUTED_SLICES`."""
+    unknown = set(slices) - set(SLICES)
+    assert slices and not unknown, f"unknown cluster slice(s) {sorted(unknown)}: see SLICES"
+    return pytest.mark.needs_cluster_slice(*slices)
+
+
+def missing_slices(item: pytest.Item) -> list[str]:
+    """The slices ``item`` needs that are not routed yet, in mark order."""
+    needed = [s for mark in item.iter_markers(MARK) for s in mark.args]
+    return [s for s in dict.fromkeys(needed) if s not in ROUTED_SLICES]
+
+
+def skip_reason(slices: list[str]) -> str:
+    return "cluster pass: not routed through the proxy yet (TQ030), the slice(s) of issue 19 " + (
+        "; ".join(f"{s}: {SLICES[s]}" for s in slices)
+    )
+
+
+def active(config: pytest.Config) -> bool:
+    """Whether this session is the cluster pass."""
+    return bool(config.getoption(OPTION, default=False))
+
+
+def addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        OPTION,
+        action="store_true",
+        default=False,
+        help="the cluster pass: run the given tests with the client's DSN at the proxy of a "
+        "two-shard PL/Proxy cluster of throwaway PostgreSQL 15 servers (tests/cluster_pass.py)",
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARK}(*slices): needs slices of issue 19 the cluster proxy does not route yet "
+        "(tests/cluster_pass.py SLICES): skipped in the cluster pass (--cluster), naming them",
+    )
+
+
+def mark_missing_slices(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the cluster pass, skip the tests whose slices are not routed yet."""
+    if not active(config):
+        return
+    for item in items:
+        missing = missing_slices(item)
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=skip_reason(missing)))
+
+
+@dataclass
+class ClusterTemplate:
+    """Throwaway servers (a proxy, :data:`SHARDS` shards) with a cluster set
+    up in template databases, cloned per test by :meth:`clone`."""
+
+    proxy_server: str
+    shard_servers: list[str]
+
+    def _dsn(self, server: str, database: str) -> str:
+        from tests.conftest import dsn_for_database
+
+        return dsn_for_database(server, database)
+
+    def build(self) -> None:
+        """The template cluster: empty databases, then ``cluster init``."""
+        from txnq.cluster.setup import init
+
+        for server in (self.proxy_server, *self.shard_servers):
+            _create_database(server, TEMPLATE)
+        init(
+            self._dsn(self.proxy_server, TEMPLATE),
+            [self._dsn(s, TEMPLATE) for s in self.shard_servers],
+        )
+        for server in (self.proxy_server, *self.shard_servers):
+            _end_sessions(server, TEMPLATE)  # CREATE DATABASE ... TEMPLATE needs none
+
+    @contextmanager
+    def clone(self) -> Iterator[str]:
+        """The proxy DSN of a fresh cluster (three cloned databases), dropped afterwards."""
+        from txnq.cluster.setup import partition_dsn
+
+        name = f"txnq_c_{uuid.uuid4().hex[:12]}"
+        servers = (self.proxy_server, *self.shard_servers)
+        created: list[str] = []
+        try:
+            for server in servers:
+                _create_database(server, name, template=TEMPLATE)
+                created.append(server)
+            proxy = self._dsn(self.proxy_server, name)
+            shards = [partition_dsn(self._dsn(s, name)) for s in self.shard_servers]
+            with psycopg.connect(proxy, autocommit=True) as conn:
+                conn.execute("SELECT txnq_cluster.configure(%s)", (shards,))
+            yield proxy
+        finally:
+            for server in created:  # the proxy first: its sessions hold the shards' connections
+                _drop_database(server, name)
+
+
+def _create_database(server: str, name: str, template: str | None = None) -> None:
+    statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def _end_sessions(server: str, name: str) -> None:
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+
+
+def _drop_database(server: str, name: str) -> None:
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@contextmanager
+def cluster_template() -> Iterator[ClusterTemplate]:
+    """Start the throwaway servers and build the template cluster; stop and
+    remove them at the end. Where PostgreSQL 15 or PL/Proxy is missing, every
+    test of the pass skips and names what to install (as tests/cluster does)."""
+    from txnq.cluster.servers import ThrowawayServers, missing_requirements
+
+    missing = missing_requirements()
+    if missing:
+        pytest.skip("the cluster pass (--cluster) needs " + "; ".join(missing))
+    with ThrowawayServers(SHARDS) as servers:
+        assert servers.proxy is not None
+        template = ClusterTemplate(servers.proxy.dsn, [s.dsn for s in servers.shards])
+        template.build()
+        yield template
+
+
+def header() -> str:
+    return (
+        f"txnq: cluster pass ({OPTION}): each test's DSN is the proxy of a {SHARDS}-shard "
+        f"PL/Proxy cluster of throwaway PostgreSQL 15 servers; slices routed: "
+        f"{', '.join(sorted(ROUTED_SLICES)) or 'none of ' + ', '.join(SLICES)}"
+    )
+
+
+__all__ = [
+    "OPTION",
+    "ROUTED_SLICES",
+    "SLICES",
+    "ClusterTemplate",
+    "active",
+    "cluster_template",
+    "needs_cluster_slice",
+]
