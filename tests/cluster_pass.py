@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import pytest
@@ -67,6 +68,27 @@ def missing_slices(item: pytest.Item) -> list[str]:
     """The slices ``item`` needs that are not routed yet, in mark order."""
     needed = [s for mark in item.iter_markers(MARK) for s in mark.args]
     return [s for s in dict.fromkeys(needed) if s not in ROUTED_SLICES]
+
+
+def unrouted_slices(config: pytest.Config) -> frozenset[str]:
+    """The slices a test cannot use in this session: in the cluster pass those
+    not routed yet, otherwise none."""
+    return frozenset(SLICES) - ROUTED_SLICES if active(config) else frozenset()
+
+
+class Unrouted:
+    """Stands for an object a test's setup could not make through the proxy
+    (its slice is not routed): any use fails, naming the slice, so a test that
+    uses it without ``needs_cluster_slice`` fails instead of passing wrongly."""
+
+    def __init__(self, slice_name: str) -> None:
+        self.slice_name = slice_name
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(
+            f"{self.slice_name!r} is not routed through the proxy: mark the test "
+            f"needs_cluster_slice({self.slice_name!r})"
+        )
 
 
 def skip_reason(slices: list[str]) -> str:
@@ -175,7 +197,9 @@ def _end_sessions(server: str, name: str) -> None:
 
 def _drop_database(server: str, name: str) -> None:
     with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 @contextmanager
