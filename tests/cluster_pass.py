@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -133,10 +134,23 @@ def mark_missing_slices(config: pytest.Config, items: list[pytest.Item]) -> None
 @dataclass
 class ClusterTemplate:
     """Throwaway servers (a proxy, :data:`SHARDS` shards) with a cluster set
-    up in template databases, cloned per test by :meth:`clone`."""
+    up in template databases, cloned per test by :meth:`clone`.
+
+    A clone is three ``CREATE DATABASE ... TEMPLATE`` (about 26 MB on each
+    shard), made on the three servers at once, and the next test's clone is
+    made in the background while a test runs: a test's setup then mostly
+    finds its cluster ready."""
 
     proxy_server: str
     shard_servers: list[str]
+    _pool: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(SHARDS + 2, thread_name_prefix="cluster-pass")
+    )
+    _next: Future[str] | None = None
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        return (self.proxy_server, *self.shard_servers)
 
     def _dsn(self, server: str, database: str) -> str:
         from tests.conftest import dsn_for_database
@@ -147,38 +161,62 @@ class ClusterTemplate:
         """The template cluster: empty databases, then ``cluster init``."""
         from txnq.cluster.setup import init
 
-        for server in (self.proxy_server, *self.shard_servers):
+        for server in self.servers:
             _create_database(server, TEMPLATE)
         init(
             self._dsn(self.proxy_server, TEMPLATE),
             [self._dsn(s, TEMPLATE) for s in self.shard_servers],
         )
-        for server in (self.proxy_server, *self.shard_servers):
+        for server in self.servers:
             _end_sessions(server, TEMPLATE)  # CREATE DATABASE ... TEMPLATE needs none
 
-    @contextmanager
-    def clone(self) -> Iterator[str]:
-        """The proxy DSN of a fresh cluster (three cloned databases), dropped afterwards."""
+    def _make(self) -> str:
+        """A fresh cluster's database name (the same on each server), configured."""
         from txnq.cluster.setup import partition_dsn
 
         name = f"txnq_c_{uuid.uuid4().hex[:12]}"
-        servers = (self.proxy_server, *self.shard_servers)
-        created: list[str] = []
+        made = [
+            self._pool.submit(_create_database, server, name, TEMPLATE) for server in self.servers
+        ]
+        failures = [f.exception() for f in made]
         try:
-            for server in servers:
-                _create_database(server, name, template=TEMPLATE)
-                created.append(server)
-            proxy = self._dsn(self.proxy_server, name)
+            for failure in failures:
+                if failure is not None:
+                    raise failure
             shards = [partition_dsn(self._dsn(s, name)) for s in self.shard_servers]
-            with psycopg.connect(proxy, autocommit=True) as conn:
+            with psycopg.connect(self._dsn(self.proxy_server, name), autocommit=True) as conn:
                 conn.execute("SELECT txnq_cluster.configure(%s)", (shards,))
-            yield proxy
+        except BaseException:
+            self._drop(name)
+            raise
+        return name
+
+    def _drop(self, name: str) -> None:
+        for server in self.servers:  # the proxy first: its sessions hold the shards' connections
+            _drop_database(server, name)
+
+    @contextmanager
+    def clone(self) -> Iterator[str]:
+        """The proxy DSN of a fresh cluster, dropped afterwards."""
+        ready, self._next = self._next, None
+        name = ready.result() if ready is not None else self._make()
+        self._next = self._pool.submit(self._make)
+        try:
+            yield self._dsn(self.proxy_server, name)
         finally:
-            for server in created:  # the proxy first: its sessions hold the shards' connections
-                _drop_database(server, name)
+            self._drop(name)
+
+    def close(self) -> None:
+        """Drop the cluster made ahead, if any, and stop the background threads."""
+        ready, self._next = self._next, None
+        if ready is not None and ready.exception() is None:
+            self._drop(ready.result())
+        self._pool.shutdown()
 
 
 def _create_database(server: str, name: str, template: str | None = None) -> None:
+    # WAL_LOG (PostgreSQL 15's default) copies the template through the WAL:
+    # no checkpoint, so clones made at once on three servers do not stall each other.
     statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
     if template is not None:
         statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
@@ -215,8 +253,11 @@ def cluster_template() -> Iterator[ClusterTemplate]:
     with ThrowawayServers(SHARDS) as servers:
         assert servers.proxy is not None
         template = ClusterTemplate(servers.proxy.dsn, [s.dsn for s in servers.shards])
-        template.build()
-        yield template
+        try:
+            template.build()
+            yield template
+        finally:
+            template.close()
 
 
 def header() -> str:

@@ -270,8 +270,13 @@ def test_topic_policies_and_an_unforced_delete_of_a_busy_topic_apply_to_every_sh
         owner_of_3 = shard_of(cluster.proxy, topic.topic_id, 3)
         with client.producer(name, name="p") as producer:
             producer.send(b"unread", partition=3)  # a backlog on one shard only
-        with pytest.raises(errors.TopicBusyError):
+        # The message a shard gives (delete_topic_v2), not the topic's id.
+        with pytest.raises(
+            errors.TopicBusyError,
+            match=f"topic '{name}': subscription 'lagging' still has 1 unacknowledged entries",
+        ) as refused:
             client.admin.delete_topic(name)
+        assert "force the delete" in str(refused.value)
         quota = client.admin.describe_topic(name).backlog_quota
         assert quota is not None and quota.limit_bytes == 1024 * 1024
         for shard in range(len(cluster.shards)):
@@ -283,6 +288,24 @@ def test_topic_policies_and_an_unforced_delete_of_a_busy_topic_apply_to_every_sh
                 ).fetchone()
             assert row == (7200.0, 1800.0, 1024 * 1024), (shard, owner_of_3)
         client.admin.delete_topic(name, force=True)
+        assert name not in {t.name for t in client.admin.list_topics()}
+
+
+def test_an_unforced_delete_with_a_consumer_connected_to_any_shard_says_so(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("busy")
+    with txnq.Client(cluster.proxy) as client:
+        client.admin.create_topic(name, partitions=2)
+        with (
+            client.subscribe(name, "live"),
+            pytest.raises(
+                errors.TopicBusyError, match=f"topic '{name}' has connected consumers"
+            ) as refused,
+        ):
+            client.admin.delete_topic(name)
+        assert "close them first, or force the delete" in str(refused.value)
+        client.admin.delete_topic(name)
         assert name not in {t.name for t in client.admin.list_topics()}
 
 
