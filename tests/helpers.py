@@ -51,6 +51,27 @@ def databases(dsn: str) -> list[str]:
         ]
 
 
+def through_proxy(dsn: str) -> bool:
+    """Whether ``dsn`` is a cluster's proxy (the cluster pass)."""
+    return databases(dsn) != [dsn]
+
+
+def partition_database(dsn: str, topic: str, partition: int = 0) -> str:
+    """The database that holds ``topic``'s ``partition``: its entries, ledgers,
+    cursor position and individual acks. ``dsn`` itself, or through a
+    cluster's proxy the shard that owns the partition (txnq_cluster.shard_of)."""
+    shards = databases(dsn)
+    if shards == [dsn]:
+        return dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT txnq_cluster.shard_of(t.topic_id, %s) FROM txnq.topic_by_name_v1(%s) t",
+            (partition, topic),
+        ).fetchone()
+    assert row is not None, f"no topic {topic!r} behind {dsn}"
+    return shards[int(row[0])]
+
+
 def sql_everywhere(dsn: str, query: str, params: Any = None) -> list[list[tuple[Any, ...]]]:
     """One statement's rows on each of :func:`databases`: metadata that every
     shard of a cluster holds alike reads the same on each."""

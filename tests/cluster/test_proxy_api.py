@@ -309,6 +309,43 @@ def test_an_unforced_delete_with_a_consumer_connected_to_any_shard_says_so(
         assert name not in {t.name for t in client.admin.list_topics()}
 
 
+def test_a_registration_refused_by_one_shard_leaves_no_session_on_the_others(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """A consumer registers on the shards one after the other and is undone
+    where it was registered when a shard refuses: with RUN ON ALL, a shard
+    that accepted kept a session nobody renews (PL/Proxy raises the first
+    error without waiting for the others), which refused the exclusive
+    subscription to the next consumer until its lease ran out."""
+    name = topic_name("excl")
+    with txnq.Client(cluster.proxy) as client:
+        client.admin.create_topic(name, partitions=2)
+        client.subscribe(name, "only").close()
+        (subscription,) = client.admin.list_subscriptions(name)
+        # A live session on the last shard only: what a late registration left.
+        last = len(cluster.shards) - 1
+        with cluster.shard_conn(last) as conn:
+            conn.execute(
+                "SELECT txnq.register_consumer_v2(%s, 'stray', 0, 60)",
+                (subscription.subscription_id,),
+            )
+        with pytest.raises(errors.ConsumerBusyError, match=r"already has a consumer \(stray\)"):
+            client.subscribe(name, "only", consumer_name="second")
+        for shard in range(len(cluster.shards)):
+            with cluster.shard_conn(shard) as conn:
+                names = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT name FROM txnq.consumers WHERE subscription_id = %s",
+                        (subscription.subscription_id,),
+                    )
+                ]
+            assert names == (["stray"] if shard == last else []), shard
+        with cluster.shard_conn(last) as conn:
+            conn.execute("DELETE FROM txnq.consumers WHERE name = 'stray'")
+        client.subscribe(name, "only", consumer_name="third").close()
+
+
 def test_two_failover_consumers_share_the_partitions_and_miss_nothing(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
