@@ -52,7 +52,8 @@ test: lint install-spark install-chromium install-plproxy
 # TXNQ_TEST_DSN says). What the proxy does not route yet is skipped, naming
 # the slice of issue 19 it waits for.
 CLUSTER_PASS_TESTS := tests/conformance tests/integration/test_admin.py \
-	tests/integration/test_consume.py tests/integration/test_bad_input.py
+	tests/integration/test_produce.py tests/integration/test_consume.py \
+	tests/integration/test_consume_batches.py tests/integration/test_bad_input.py
 test-cluster: $(STAMP) install-plproxy
 	@echo "make test-cluster: the core API tests through a two-shard cluster's proxy"
 	$(PY) -m pytest -q --cluster $(CLUSTER_PASS_TESTS)

@@ -78,6 +78,12 @@ def sql_everywhere(dsn: str, query: str, params: Any = None) -> list[list[tuple[
     return [sql(database, query, params) for database in databases(dsn)]
 
 
+def sql_union(dsn: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """One statement's rows on each of :func:`databases`, one after the other:
+    what a cluster holds once (entries, messages), each on its owner shard."""
+    return [row for database in databases(dsn) for row in sql(database, query, params)]
+
+
 def sql_total(dsn: str, query: str, params: Any = None) -> int:
     """The sum of a count (the first column of the first row) over
     :func:`databases`: what a cluster holds once, on one shard or another."""
