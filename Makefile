@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 CODE := txnq workers migrations tests bench examples scripts
 
-.PHONY: demo test lint bench bench-spark bench-cluster bench-peers install-peers install-plproxy install-spark install-chromium console-screenshots standalone clean
+.PHONY: demo test test-cluster lint bench bench-spark bench-cluster bench-peers install-peers install-plproxy install-spark install-chromium console-screenshots standalone clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -30,13 +30,33 @@ demo: $(STAMP)
 	fi
 
 # Lint, type-check and run the test suite (TXNQ_TEST_DSN picks the server;
-# unset: testcontainers if Docker answers, else embedded PostgreSQL 18).
+# unset: testcontainers if Docker answers, else embedded PostgreSQL 18), then
+# the cluster pass (test-cluster; CLUSTER_PASS=no leaves it out). Both run
+# even if the first fails; make test fails if either does.
+CLUSTER_PASS ?= yes
 test: lint install-spark install-chromium install-plproxy
 	@if [ -z "$$TXNQ_TEST_DSN" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "make test: running as root without TXNQ_TEST_DSN, so the tests' embedded"; \
 		echo "  PostgreSQL servers run as the system user embedded_postgres, created now if missing."; \
 	fi
-	$(PY) -m pytest -q
+	@status=0; $(PY) -m pytest -q || status=$$?; \
+	if [ "$(CLUSTER_PASS)" != no ]; then \
+		echo "make test: the cluster pass, the core API tests through a two-shard cluster's proxy"; \
+		$(PY) -m pytest -q --cluster $(CLUSTER_PASS_TESTS) || status=1; \
+	fi; \
+	exit $$status
+
+# The cluster pass (tests/cluster_pass.py, docs/development.md): the core API
+# tests once more, each with the client's DSN at the proxy of a two-shard
+# PL/Proxy cluster of its own, on throwaway PostgreSQL 15 servers (whatever
+# TXNQ_TEST_DSN says). What the proxy does not route yet is skipped, naming
+# the slice of issue 19 it waits for.
+CLUSTER_PASS_TESTS := tests/conformance tests/integration/test_admin.py \
+	tests/integration/test_produce.py tests/integration/test_consume.py \
+	tests/integration/test_consume_batches.py tests/integration/test_bad_input.py
+test-cluster: $(STAMP) install-plproxy
+	@echo "make test-cluster: the core API tests through a two-shard cluster's proxy"
+	$(PY) -m pytest -q --cluster $(CLUSTER_PASS_TESTS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(CODE)

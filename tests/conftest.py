@@ -9,6 +9,10 @@ The server, in order of preference:
 Each test gets its own database, cloned from a template that the migrations
 built once per session: cloning is a file copy, far faster than migrating, and
 tests stay isolated so they can run in parallel.
+
+With ``--cluster`` (the cluster pass, tests/cluster_pass.py) ``dsn`` and
+``make_module_database`` hand out the proxy of a two-shard PL/Proxy cluster of
+the test's own instead, and no session server is started.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import socket
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -28,6 +32,8 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+
+from tests import cluster_pass
 
 if TYPE_CHECKING:
     from tests.helpers import Login
@@ -145,7 +151,21 @@ def _session_server(config: pytest.Config) -> _Server:
     return server
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    cluster_pass.addoption(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    cluster_pass.configure(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    cluster_pass.mark_missing_slices(config, items)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
+    if cluster_pass.active(config):
+        return cluster_pass.header()
     try:
         server = _session_server(config)
     except Exception as error:
@@ -211,20 +231,41 @@ def _cloned_database(server_dsn: str, template: str) -> Iterator[str]:
         _drop_database(server_dsn, name)
 
 
+@pytest.fixture(scope="session")
+def cluster_template(pytestconfig: pytest.Config) -> Iterator[cluster_pass.ClusterTemplate]:
+    """The cluster pass's throwaway servers and template cluster (--cluster only)."""
+    assert cluster_pass.active(pytestconfig), "cluster_template is the cluster pass's (--cluster)"
+    with cluster_pass.cluster_template() as template:
+        yield template
+
+
+def _database_maker(request: pytest.FixtureRequest) -> Callable[[], AbstractContextManager[str]]:
+    """How this session makes a test's database: a clone of the migrated
+    template, or in the cluster pass a cluster of its own (its proxy's DSN)."""
+    if cluster_pass.active(request.config):
+        template: cluster_pass.ClusterTemplate = request.getfixturevalue("cluster_template")
+        return template.clone
+    server_dsn: str = request.getfixturevalue("pg_server_dsn")
+    name: str = request.getfixturevalue("template_database")
+    return lambda: _cloned_database(server_dsn, name)
+
+
 @pytest.fixture
-def dsn(pg_server_dsn: str, template_database: str) -> Iterator[str]:
-    """A DSN to a fresh, migrated database of this test's own, dropped afterwards."""
-    with _cloned_database(pg_server_dsn, template_database) as database:
+def dsn(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A DSN to a fresh, migrated database of this test's own, dropped afterwards
+    (in the cluster pass: the proxy of a fresh two-shard cluster)."""
+    with _database_maker(request)() as database:
         yield database
 
 
 @pytest.fixture(scope="module")
-def make_module_database(pg_server_dsn: str, template_database: str) -> Iterator[Callable[[], str]]:
+def make_module_database(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
     """``make_module_database()``: a DSN to a fresh, migrated database that the
     tests of one module share (for calls that change nothing, such as bad input
     refused before any write); every one is dropped after the module."""
+    make = _database_maker(request)
     with ExitStack() as stack:
-        yield lambda: stack.enter_context(_cloned_database(pg_server_dsn, template_database))
+        yield lambda: stack.enter_context(make())
 
 
 @pytest.fixture

@@ -36,6 +36,60 @@ def sql_value(dsn: str, query: str, params: Any = None) -> Any:
     return rows[0][0]
 
 
+def databases(dsn: str) -> list[str]:
+    """The databases that hold the txnq tables behind ``dsn``: ``dsn`` itself,
+    or, when ``dsn`` is a cluster's proxy (the cluster pass,
+    tests/cluster_pass.py), every shard's database in shard order. Every
+    shard holds every topic's metadata (topics, head rows, subscriptions,
+    cursors, producers) and a partition's entries only on its owner."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT to_regclass('txnq_cluster.shards') IS NOT NULL").fetchone()
+        if row is None or not row[0]:
+            return [dsn]
+        return [
+            str(r[0]) for r in conn.execute("SELECT dsn FROM txnq_cluster.shards ORDER BY shard")
+        ]
+
+
+def through_proxy(dsn: str) -> bool:
+    """Whether ``dsn`` is a cluster's proxy (the cluster pass)."""
+    return databases(dsn) != [dsn]
+
+
+def partition_database(dsn: str, topic: str, partition: int = 0) -> str:
+    """The database that holds ``topic``'s ``partition``: its entries, ledgers,
+    cursor position and individual acks. ``dsn`` itself, or through a
+    cluster's proxy the shard that owns the partition (txnq_cluster.shard_of)."""
+    shards = databases(dsn)
+    if shards == [dsn]:
+        return dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT txnq_cluster.shard_of(t.topic_id, %s) FROM txnq.topic_by_name_v1(%s) t",
+            (partition, topic),
+        ).fetchone()
+    assert row is not None, f"no topic {topic!r} behind {dsn}"
+    return shards[int(row[0])]
+
+
+def sql_everywhere(dsn: str, query: str, params: Any = None) -> list[list[tuple[Any, ...]]]:
+    """One statement's rows on each of :func:`databases`: metadata that every
+    shard of a cluster holds alike reads the same on each."""
+    return [sql(database, query, params) for database in databases(dsn)]
+
+
+def sql_union(dsn: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """One statement's rows on each of :func:`databases`, one after the other:
+    what a cluster holds once (entries, messages), each on its owner shard."""
+    return [row for database in databases(dsn) for row in sql(database, query, params)]
+
+
+def sql_total(dsn: str, query: str, params: Any = None) -> int:
+    """The sum of a count (the first column of the first row) over
+    :func:`databases`: what a cluster holds once, on one shard or another."""
+    return sum(int(sql_value(database, query, params)) for database in databases(dsn))
+
+
 def wait_until(
     condition: Callable[[], T | None], timeout: float = 5.0, what: str = "condition"
 ) -> T:

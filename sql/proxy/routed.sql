@@ -244,18 +244,33 @@ $$;
 
 -- Unforced, the shards would each check their own backlog and consumers, and
 -- one could refuse after another deleted: the whole cluster's backlog and
--- consumers are checked here first (as delete_topic_v2 does, TQ011).
+-- consumers are checked here first, with delete_topic_v2's own messages (TQ011:
+-- the topic's name and a subscription's backlog, or its connected consumers).
 CREATE OR REPLACE FUNCTION txnq.delete_topic_v2(p_topic_id integer, p_force boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+    v_name text;
+    v_backlog record;
 BEGIN
-    IF p_force IS FALSE AND EXISTS (
-        SELECT FROM txnq.list_subscriptions_v1(p_topic_id) s
-         WHERE s.backlog_entries > 0 OR s.consumers > 0)
-    THEN
-        RAISE EXCEPTION USING ERRCODE = 'TQ011',
-            MESSAGE = format('topic %s has a subscription with a backlog or a connected consumer', p_topic_id),
-            HINT = 'consume or unsubscribe first, or delete with force; nothing was deleted';
+    IF p_force IS FALSE THEN
+        SELECT s.name, s.backlog_entries AS entries INTO v_backlog
+          FROM txnq.list_subscriptions_v1(p_topic_id) s
+         WHERE s.backlog_entries > 0
+         ORDER BY s.name LIMIT 1;
+        IF FOUND THEN
+            SELECT t.name INTO v_name FROM txnq.list_topics_v1() t WHERE t.topic_id = p_topic_id;
+            RAISE EXCEPTION USING ERRCODE = 'TQ011',
+                MESSAGE = format('topic %L: subscription %L still has %s unacknowledged entries',
+                                 v_name, v_backlog.name, v_backlog.entries),
+                HINT = 'consume or reset the subscription, unsubscribe it, or force the delete';
+        END IF;
+        IF EXISTS (SELECT FROM txnq.list_subscriptions_v1(p_topic_id) s WHERE s.consumers > 0) THEN
+            SELECT t.name INTO v_name FROM txnq.list_topics_v1() t WHERE t.topic_id = p_topic_id;
+            RAISE EXCEPTION USING ERRCODE = 'TQ011',
+                MESSAGE = format('topic %L has connected consumers', v_name),
+                HINT = 'close them first, or force the delete';
+        END IF;
     END IF;
     PERFORM count(*) FROM txnq_cluster.delete_topic_all(p_topic_id, p_force);
 END;

@@ -108,13 +108,22 @@ EXCEPTION WHEN unique_violation THEN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION txnq_cluster.register_consumer_all(
-    p_consumer_id bigint, p_subscription_id bigint, p_name text, p_priority integer,
+-- A consumer registers on every shard, one shard after the other, not RUN ON
+-- ALL: PL/Proxy raises the first shard's error (an exclusive subscription's
+-- TQ007) without waiting for the other shards, whose call runs on and commits
+-- on its own, possibly after the caller got the error and a closing consumer
+-- was deleted there: a session nobody renews, which refused the subscription
+-- until its lease ran out (found by tests/integration/test_consume.py in the
+-- cluster pass). In turn, a refusal on shard k leaves shards 0 .. k-1 with the
+-- registration, which is undone there before the error is raised again.
+DROP FUNCTION IF EXISTS txnq_cluster.register_consumer_all(bigint, bigint, text, integer, double precision);
+CREATE OR REPLACE FUNCTION txnq_cluster.register_consumer_on(
+    p_shard integer, p_consumer_id bigint, p_subscription_id bigint, p_name text, p_priority integer,
     p_lease_seconds double precision)
-RETURNS SETOF bigint
+RETURNS bigint
 LANGUAGE plproxy AS $$
     CLUSTER 'txnq';
-    RUN ON ALL;
+    RUN ON p_shard;
     SELECT txnq.register_consumer_v2(
         (SELECT p_subscription_id FROM pg_catalog.setval(
              pg_catalog.pg_get_serial_sequence('txnq.consumers', 'consumer_id'), p_consumer_id, false)
@@ -122,16 +131,43 @@ LANGUAGE plproxy AS $$
         p_name, p_priority, p_lease_seconds);
 $$;
 
+-- Undo a registration on one shard: the session's row and waiters, if any.
+CREATE OR REPLACE FUNCTION txnq_cluster.unregister_consumer_on(p_shard integer, p_consumer_id bigint)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT 1 FROM txnq.consumers c, LATERAL txnq.close_consumer_v1(c.topic_id, c.consumer_id) d
+     WHERE c.consumer_id = p_consumer_id;
+$$;
+
 CREATE OR REPLACE FUNCTION txnq.register_consumer_v2(
     p_subscription_id bigint, p_name text, p_priority integer, p_lease_seconds double precision)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
+DECLARE
+    v_id bigint;
+    v_got bigint;
+    v_first bigint;
+    v_shard integer;
 BEGIN
     PERFORM txnq_cluster.lock_ids();
-    RETURN txnq_cluster.require_same('register_consumer_v2', min(c), max(c))
-      FROM txnq_cluster.register_consumer_all(txnq_cluster.allocate_id('txnq_cluster.consumer_ids', 'txnq.consumers',
-                                                                        'consumer_id'), p_subscription_id,
-                                              p_name, p_priority, p_lease_seconds) c;
+    v_id := txnq_cluster.allocate_id('txnq_cluster.consumer_ids', 'txnq.consumers', 'consumer_id');
+    FOR v_shard IN 0 .. txnq_cluster.shard_count() - 1 LOOP
+        BEGIN
+            v_got := txnq_cluster.register_consumer_on(v_shard, v_id, p_subscription_id, p_name,
+                                                       p_priority, p_lease_seconds);
+        EXCEPTION WHEN OTHERS THEN
+            IF v_shard > 0 THEN
+                PERFORM count(*) FROM generate_series(0, v_shard - 1) s,
+                                      LATERAL txnq_cluster.unregister_consumer_on(s, v_id) u;
+            END IF;
+            RAISE;
+        END;
+        v_first := coalesce(v_first, v_got);
+        PERFORM txnq_cluster.require_same('register_consumer_v2', v_first, v_got);
+    END LOOP;
+    RETURN v_first;
 EXCEPTION WHEN unique_violation THEN
     PERFORM txnq_cluster.id_taken('register_consumer_v2', SQLERRM);
 END;

@@ -263,8 +263,13 @@ def test_topic_policies_and_an_unforced_delete_of_a_busy_topic_apply_to_every_sh
         owner_of_3 = shard_of(cluster.proxy, topic.topic_id, 3)
         with client.producer(name, name="p") as producer:
             producer.send(b"unread", partition=3)  # a backlog on one shard only
-        with pytest.raises(errors.TopicBusyError):
+        # The message a shard gives (delete_topic_v2), not the topic's id.
+        with pytest.raises(
+            errors.TopicBusyError,
+            match=f"topic '{name}': subscription 'lagging' still has 1 unacknowledged entries",
+        ) as refused:
             client.admin.delete_topic(name)
+        assert "force the delete" in str(refused.value)
         quota = client.admin.describe_topic(name).backlog_quota
         assert quota is not None and quota.limit_bytes == 1024 * 1024
         for shard in range(len(cluster.shards)):
@@ -277,6 +282,61 @@ def test_topic_policies_and_an_unforced_delete_of_a_busy_topic_apply_to_every_sh
             assert row == (7200.0, 1800.0, 1024 * 1024), (shard, owner_of_3)
         client.admin.delete_topic(name, force=True)
         assert name not in {t.name for t in client.admin.list_topics()}
+
+
+def test_an_unforced_delete_with_a_consumer_connected_to_any_shard_says_so(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    name = topic_name("busy")
+    with txnq.Client(cluster.proxy) as client:
+        client.admin.create_topic(name, partitions=2)
+        with (
+            client.subscribe(name, "live"),
+            pytest.raises(
+                errors.TopicBusyError, match=f"topic '{name}' has connected consumers"
+            ) as refused,
+        ):
+            client.admin.delete_topic(name)
+        assert "close them first, or force the delete" in str(refused.value)
+        client.admin.delete_topic(name)
+        assert name not in {t.name for t in client.admin.list_topics()}
+
+
+def test_a_registration_refused_by_one_shard_leaves_no_session_on_the_others(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """A consumer registers on the shards one after the other and is undone
+    where it was registered when a shard refuses: with RUN ON ALL, a shard
+    that accepted kept a session nobody renews (PL/Proxy raises the first
+    error without waiting for the others), which refused the exclusive
+    subscription to the next consumer until its lease ran out."""
+    name = topic_name("excl")
+    with txnq.Client(cluster.proxy) as client:
+        client.admin.create_topic(name, partitions=2)
+        client.subscribe(name, "only").close()
+        (subscription,) = client.admin.list_subscriptions(name)
+        # A live session on the last shard only: what a late registration left.
+        last = len(cluster.shards) - 1
+        with cluster.shard_conn(last) as conn:
+            conn.execute(
+                "SELECT txnq.register_consumer_v2(%s, 'stray', 0, 60)",
+                (subscription.subscription_id,),
+            )
+        with pytest.raises(errors.ConsumerBusyError, match=r"already has a consumer \(stray\)"):
+            client.subscribe(name, "only", consumer_name="second")
+        for shard in range(len(cluster.shards)):
+            with cluster.shard_conn(shard) as conn:
+                names = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT name FROM txnq.consumers WHERE subscription_id = %s",
+                        (subscription.subscription_id,),
+                    )
+                ]
+            assert names == (["stray"] if shard == last else []), shard
+        with cluster.shard_conn(last) as conn:
+            conn.execute("DELETE FROM txnq.consumers WHERE name = 'stray'")
+        client.subscribe(name, "only", consumer_name="third").close()
 
 
 def test_two_failover_consumers_share_the_partitions_and_miss_nothing(

@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 from faces import FAST
 
+from tests.cluster_pass import needs_cluster_slice
 from tests.helpers import assert_nothing_more, receive_messages, sql_value
 from txnq import errors
+
+pytestmark = needs_cluster_slice("attach")
 
 
 @pytest.fixture

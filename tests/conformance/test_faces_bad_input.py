@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from faces import FAST, opened
 
+from tests.cluster_pass import Unrouted, needs_cluster_slice, unrouted_slices
 from txnq import DeadLetterPolicy, Message, MessageId, errors
 from txnq.transaction.attached_aio import AttachedTransaction as AsyncAttached
 from txnq.transaction.attached_sync import AttachedTransaction as SyncAttached
@@ -43,22 +44,35 @@ MESSAGE = Message(b"x", None, {}, VALID_ID, NOW)
 OTHER_MESSAGE = Message(b"x", None, {}, OTHER_TOPIC, NOW)
 
 
-def build_world(face: Any, dsn: str) -> SimpleNamespace:
-    """The same topics, names and objects on each face (each in its own database)."""
+def build_world(face: Any, dsn: str, unrouted: Callable[[str], bool]) -> SimpleNamespace:
+    """The same topics, names and objects on each face (each in its own database).
+    Through a cluster's proxy (the cluster pass) an object that needs a slice
+    not routed yet is a placeholder: the cases that use it are skipped there."""
     client = face.client(dsn)
+
+    def unless(slice_name: str, make: Callable[[], Any]) -> Any:
+        return Unrouted(slice_name) if unrouted(slice_name) else make()
+
     client.admin.create_topic("orders", 2)
     client.admin.create_topic("small", max_message_bytes=16)
     w = SimpleNamespace(face=face, client=client)
     w.producer = client.producer("orders", name="p1")
     w.small_producer = client.producer("small", name="p-small")
     w.exclusive = client.subscribe("orders", "excl", consumer_name="c-excl", **FAST)
-    w.shared = client.subscribe("orders", "shr", "shared", consumer_name="c-shr", **FAST)
-    w.retrying = client.subscribe(
-        "orders", "rtr", "shared", consumer_name="c-rtr", retry_enable=True, **FAST
+    w.shared = unless(
+        "shared",
+        lambda: client.subscribe("orders", "shr", "shared", consumer_name="c-shr", **FAST),
     )
-    w.txn = client.new_transaction(timeout="10m")
-    w.ended = client.new_transaction()
-    w.ended.commit()
+    w.retrying = unless(
+        "shared",
+        lambda: client.subscribe(
+            "orders", "rtr", "shared", consumer_name="c-rtr", retry_enable=True, **FAST
+        ),
+    )
+    w.txn = unless("transactions", lambda: client.new_transaction(timeout="10m"))
+    w.ended = unless("transactions", lambda: client.new_transaction())
+    if not isinstance(w.ended, Unrouted):
+        w.ended.commit()
     w.closed_producer = client.producer("orders", name="p-closed")
     w.closed_producer.close()
     w.closed_consumer = client.subscribe("orders", "closed", consumer_name="c-closed", **FAST)
@@ -66,7 +80,7 @@ def build_world(face: Any, dsn: str) -> SimpleNamespace:
     w.closed_client = face.client(dsn)
     w.closed_client.close()
     w.conn = face.connect(dsn)  # idle, not autocommit: attach joins its next transaction
-    w.attached = face.attach(w.conn)
+    w.attached = unless("attach", lambda: face.attach(w.conn))
     w.autocommit_conn = face.connect(dsn, autocommit=True)
     w.closed_conn = face.connect(dsn)
     w.closed_conn.close()
@@ -74,11 +88,16 @@ def build_world(face: Any, dsn: str) -> SimpleNamespace:
 
 
 @pytest.fixture(scope="module")
-def worlds(make_module_database: Callable[[], str]) -> Iterator[dict[str, SimpleNamespace]]:
+def worlds(
+    make_module_database: Callable[[], str], pytestconfig: pytest.Config
+) -> Iterator[dict[str, SimpleNamespace]]:
+    def unrouted(slice_name: str) -> bool:
+        return slice_name in unrouted_slices(pytestconfig)
+
     with opened("sync") as sync, opened("aio") as aio:
         yield {
-            "sync": build_world(sync, make_module_database()),
-            "aio": build_world(aio, make_module_database()),
+            "sync": build_world(sync, make_module_database(), unrouted),
+            "aio": build_world(aio, make_module_database(), unrouted),
         }
 
 
@@ -98,8 +117,13 @@ def case(
     *,
     drift: str | None = None,
     same_message: bool = True,
+    needs: tuple[str, ...] = (),
 ) -> Any:
+    """One bad input; ``needs``: the slices of issue 19 its world objects need
+    through a cluster's proxy (tests/cluster_pass.py; skipped there until routed)."""
     marks = [] if drift is None else [pytest.mark.xfail(strict=True, reason=f"drift: {drift}")]
+    if needs:
+        marks.append(needs_cluster_slice(*needs))
     return pytest.param(Case(name, expected, call, drift, same_message), id=name, marks=marks)
 
 
@@ -247,7 +271,12 @@ CLIENT_CASES = [
     case("txn-timeout-negative", Invalid, lambda w: w.client.new_transaction(timeout=-1)),
     case("txn-timeout-nan", Invalid, lambda w: w.client.new_transaction(timeout=float("nan"))),
     case("txn-timeout-inf", Invalid, lambda w: w.client.new_transaction(timeout=float("inf"))),
-    case("txn-timeout-above-max", Invalid, lambda w: w.client.new_transaction(timeout="1d")),
+    case(  # the limit is the server's (txn_limits_v1)
+        "txn-timeout-above-max",
+        Invalid,
+        lambda w: w.client.new_transaction(timeout="1d"),
+        needs=("transactions",),
+    ),
     case("txn-timeout-zero", Invalid, lambda w: w.client.new_transaction(timeout=0)),
     case("txn-timeout-text", Invalid, lambda w: w.client.new_transaction(timeout="soon")),
     case("txn-timeout-bool", Invalid, lambda w: w.client.new_transaction(timeout=True)),
@@ -314,7 +343,11 @@ def send_cases(method: str) -> list[Any]:
         "deliver-at-naive": (Invalid, call(deliver_at=NAIVE)),
         "delayed-partition-out-of-range": (Invalid, call(partition=99, deliver_after=1)),
         "txn-not-a-transaction": (Invalid, call(txn="nope")),
-        "txn-ended": (Ended, lambda w: getattr(w.producer, method)(b"x", txn=w.ended)),
+        "txn-ended": (
+            Ended,
+            lambda w: getattr(w.producer, method)(b"x", txn=w.ended),
+            ("transactions",),
+        ),
         "too-large": (
             errors.MessageTooLargeError,
             lambda w: getattr(w.small_producer, method)(b"x" * 17),
@@ -322,7 +355,11 @@ def send_cases(method: str) -> list[Any]:
         "closed-producer": (Closed, lambda w: getattr(w.closed_producer, method)(b"x")),
         "closed-producer-bad-payload": (Invalid, lambda w: getattr(w.closed_producer, method)(1)),
     }
-    return [case(f"{method}-{name}", *expected) for name, expected in bad.items()]
+    return [
+        case(f"{method}-{name}", error, call, needs=needs)
+        for name, (error, call, *more) in bad.items()
+        for needs in [tuple(more[0]) if more else ()]
+    ]
 
 
 SEND_CASES = [
@@ -331,6 +368,7 @@ SEND_CASES = [
         "send-in-an-attached-transaction",
         Invalid,
         lambda w: w.producer.send(b"x", txn=w.attached),
+        needs=("attach",),
     ),
     *send_cases("send_async"),
     case(
@@ -342,21 +380,25 @@ SEND_CASES = [
         "send_async-delayed-in-an-attached-transaction",
         Invalid,
         lambda w: w.producer.send_async(b"x", deliver_after=1, txn=w.attached),
+        needs=("attach",),
     ),
     case(
         "send_async-delayed-bad-payload-in-an-attached-transaction",
         Invalid,
         lambda w: w.producer.send_async(123, deliver_after=1, txn=w.attached),
+        needs=("attach",),
     ),
     case(
         "send_async-bad-delay-in-an-attached-transaction",
         Invalid,
         lambda w: w.producer.send_async(b"x", deliver_after=-1, txn=w.attached),
+        needs=("attach",),
     ),
     case(
         "send_async-bad-partition-in-an-attached-transaction",
         Invalid,
         lambda w: w.producer.send_async(b"x", partition=99, txn=w.attached),
+        needs=("attach",),
     ),
     case("flush-closed-producer", Closed, lambda w: w.closed_producer.flush()),
 ]
@@ -380,18 +422,47 @@ CONSUMER_CASES = [
     case("ack-other-topic", Invalid, lambda w: w.exclusive.acknowledge(OTHER_TOPIC)),
     case("ack-no-such-partition", Invalid, lambda w: w.exclusive.acknowledge(NO_PARTITION)),
     case("ack-negative-offset", Invalid, lambda w: w.exclusive.acknowledge(NEGATIVE_OFFSET)),
-    case("ack-shared-other-topic", Invalid, lambda w: w.shared.acknowledge(OTHER_TOPIC)),
+    case(
+        "ack-shared-other-topic",
+        Invalid,
+        lambda w: w.shared.acknowledge(OTHER_TOPIC),
+        needs=("shared",),
+    ),
     case(
         "ack-txn-not-a-transaction",
         Invalid,
         lambda w: w.exclusive.acknowledge(VALID_ID, txn="nope"),
     ),
-    case("ack-txn-ended", Ended, lambda w: w.exclusive.acknowledge(VALID_ID, txn=w.ended)),
-    case("ack-shared-txn-ended", Ended, lambda w: w.shared.acknowledge(VALID_ID, txn=w.ended)),
     case(
-        "ack-shared-attached", Invalid, lambda w: w.shared.acknowledge([VALID_ID], txn=w.attached)
+        "ack-txn-ended",
+        Ended,
+        lambda w: w.exclusive.acknowledge(VALID_ID, txn=w.ended),
+        needs=("transactions",),
     ),
-    case("cumulative-on-shared", Invalid, lambda w: w.shared.acknowledge_cumulative(VALID_ID)),
+    case(
+        "ack-shared-txn-ended",
+        Ended,
+        lambda w: w.shared.acknowledge(VALID_ID, txn=w.ended),
+        needs=(
+            "transactions",
+            "shared",
+        ),
+    ),
+    case(
+        "ack-shared-attached",
+        Invalid,
+        lambda w: w.shared.acknowledge([VALID_ID], txn=w.attached),
+        needs=(
+            "attach",
+            "shared",
+        ),
+    ),
+    case(
+        "cumulative-on-shared",
+        Invalid,
+        lambda w: w.shared.acknowledge_cumulative(VALID_ID),
+        needs=("shared",),
+    ),
     case("cumulative-text", Invalid, lambda w: w.exclusive.acknowledge_cumulative("m")),
     case(
         "cumulative-other-topic", Invalid, lambda w: w.exclusive.acknowledge_cumulative(OTHER_TOPIC)
@@ -400,37 +471,70 @@ CONSUMER_CASES = [
         "cumulative-txn-ended",
         Ended,
         lambda w: w.exclusive.acknowledge_cumulative(VALID_ID, txn=w.ended),
+        needs=("transactions",),
     ),
     case(
         "cumulative-attached",
         Invalid,
         lambda w: w.exclusive.acknowledge_cumulative(VALID_ID, txn=w.attached),
+        needs=("attach",),
     ),
     case(
         "cumulative-text-attached",
         Invalid,
         lambda w: w.exclusive.acknowledge_cumulative("m", txn=w.attached),
+        needs=("attach",),
     ),
     case("nack-message-id", Invalid, lambda w: w.exclusive.negative_acknowledge(VALID_ID)),
     case("nack-other-topic", Invalid, lambda w: w.exclusive.negative_acknowledge(OTHER_MESSAGE)),
-    case("nack-shared-message-id", Invalid, lambda w: w.shared.negative_acknowledge(VALID_ID)),
+    case(
+        "nack-shared-message-id",
+        Invalid,
+        lambda w: w.shared.negative_acknowledge(VALID_ID),
+        needs=("shared",),
+    ),
     case("reconsume-on-exclusive", Invalid, lambda w: w.exclusive.reconsume_later(MESSAGE, 1)),
     case(
         "reconsume-without-retry-enable",
         Invalid,
         lambda w: w.shared.reconsume_later(MESSAGE, 1),
+        needs=("shared",),
     ),
-    case("reconsume-message-id", Invalid, lambda w: w.retrying.reconsume_later(VALID_ID, 1)),
+    case(
+        "reconsume-message-id",
+        Invalid,
+        lambda w: w.retrying.reconsume_later(VALID_ID, 1),
+        needs=(
+            "shared",
+            "dead_letters",
+        ),
+    ),
     case(
         "reconsume-other-topic",
         Invalid,
         lambda w: w.retrying.reconsume_later(OTHER_MESSAGE, 1),
+        needs=(
+            "shared",
+            "dead_letters",
+        ),
     ),
-    case("reconsume-delay-negative", Invalid, lambda w: w.retrying.reconsume_later(MESSAGE, -1)),
+    case(
+        "reconsume-delay-negative",
+        Invalid,
+        lambda w: w.retrying.reconsume_later(MESSAGE, -1),
+        needs=(
+            "shared",
+            "dead_letters",
+        ),
+    ),
     case(
         "reconsume-delay-nan",
         Invalid,
         lambda w: w.retrying.reconsume_later(MESSAGE, float("nan")),
+        needs=(
+            "shared",
+            "dead_letters",
+        ),
     ),
     case("seek-text", Invalid, lambda w: w.exclusive.seek("middle")),
     case("seek-negative", Invalid, lambda w: w.exclusive.seek(-1)),
@@ -445,7 +549,7 @@ CONSUMER_CASES = [
         Invalid,
         lambda w: w.exclusive.process(w.conn, idle_timeout=-1),
     ),
-    case("process-on-shared", Invalid, lambda w: w.shared.process(w.conn)),
+    case("process-on-shared", Invalid, lambda w: w.shared.process(w.conn), needs=("shared",)),
     case(
         "process-wrong-connection",
         Invalid,
@@ -468,27 +572,47 @@ CONSUMER_CASES = [
 ]
 
 TRANSACTION_CASES = [
-    case("commit-wait-not-bool", Invalid, lambda w: w.txn.commit(wait="yes")),
-    case("commit-ended", Ended, lambda w: w.ended.commit()),
-    case("abort-committed", Ended, lambda w: w.ended.abort()),
-    case("with-ended", Ended, lambda w: w.ended.__enter__()),
-    case("attached-send-bad-topic", Name, lambda w: w.attached.send("bad topic", b"x")),
-    case("attached-send-bad-payload", Invalid, lambda w: w.attached.send("orders", 5)),
+    case(
+        "commit-wait-not-bool", Invalid, lambda w: w.txn.commit(wait="yes"), needs=("transactions",)
+    ),
+    case("commit-ended", Ended, lambda w: w.ended.commit(), needs=("transactions",)),
+    case("abort-committed", Ended, lambda w: w.ended.abort(), needs=("transactions",)),
+    case("with-ended", Ended, lambda w: w.ended.__enter__(), needs=("transactions",)),
+    case(
+        "attached-send-bad-topic",
+        Name,
+        lambda w: w.attached.send("bad topic", b"x"),
+        needs=("attach",),
+    ),
+    case(
+        "attached-send-bad-payload",
+        Invalid,
+        lambda w: w.attached.send("orders", 5),
+        needs=("attach",),
+    ),
     case(
         "attached-send-negative-partition",
         Invalid,
         lambda w: w.attached.send("orders", b"x", partition=-1),
+        needs=("attach",),
     ),
-    case("attached-send-bad-key", Invalid, lambda w: w.attached.send("orders", b"x", key=5)),
+    case(
+        "attached-send-bad-key",
+        Invalid,
+        lambda w: w.attached.send("orders", b"x", key=5),
+        needs=("attach",),
+    ),
     case(
         "attached-send-bad-properties",
         Invalid,
         lambda w: w.attached.send("orders", b"x", properties={"a": 1}),
+        needs=("attach",),
     ),
     case(
         "attached-send-bad-encoding",
         Invalid,
         lambda w: w.attached.send("orders", "x", encoding="nope"),
+        needs=("attach",),
     ),
 ]
 
@@ -513,6 +637,8 @@ def normalised(w: SimpleNamespace, error: BaseException) -> str:
     for advice in (*FACE_HINTS.values(), *RESULT_HINTS):
         text = text.replace(advice, "<the face's own advice>")
     for txn in (w.txn, w.ended):
+        if isinstance(txn, Unrouted):
+            continue
         text = text.replace(str(txn.txn_id), "<txn>")
     return text
 

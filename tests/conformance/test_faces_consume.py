@@ -11,14 +11,22 @@ import pytest
 from faces import FAST
 
 import txnq
+from tests.cluster_pass import needs_cluster_slice
 from tests.helpers import assert_nothing_more, receive_messages, wait_until
 from txnq import MessageId, errors
 
-SUBSCRIPTION_TYPES = ["exclusive", "failover", "shared", "key_shared"]
+#: Shared and key_shared subscriptions, not routed through a cluster's proxy yet.
+SHARED = needs_cluster_slice("shared")
+SUBSCRIPTION_TYPES = [
+    "exclusive",
+    "failover",
+    pytest.param("shared", marks=SHARED),
+    pytest.param("key_shared", marks=SHARED),
+]
 CUMULATIVE_TYPES = ["exclusive", "failover"]
 #: One type of each delivery path, for behaviour the types share: a cursor
 #: fetch (exclusive, failover) and claims (shared, key_shared).
-EACH_PATH = ["exclusive", "shared"]
+EACH_PATH = ["exclusive", pytest.param("shared", marks=SHARED)]
 
 
 @pytest.fixture(params=SUBSCRIPTION_TYPES)
@@ -137,6 +145,7 @@ def test_a_cumulative_ack_acknowledges_everything_up_to_the_message(
     assert_nothing_more(again, 0.3)
 
 
+@SHARED
 @pytest.mark.parametrize("subscription_type", ["shared", "key_shared"])
 def test_a_cumulative_ack_is_refused_where_consumers_share_a_partition(
     client: Any, topic: Any, subscription_type: str
@@ -211,6 +220,7 @@ def test_failover_gives_each_partition_to_one_consumer(client: Any, topic: Any) 
     wait_until(lambda: a.assigned_partitions == [0, 1], timeout=10, what="the hand-over")
 
 
+@SHARED
 def test_key_shared_delivers_a_key_to_one_consumer(client: Any, topic: Any) -> None:
     topic("orders")
     a = client.subscribe("orders", "s", "key_shared", initial_position="earliest", **FAST)
@@ -239,6 +249,7 @@ def test_key_shared_delivers_a_key_to_one_consumer(client: Any, topic: Any) -> N
 # -- dead letters and retries -------------------------------------------------
 
 
+@needs_cluster_slice("shared", "dead_letters")
 @pytest.mark.parametrize("subscription_type", ["shared", "key_shared"])
 def test_a_message_nacked_too_often_goes_to_the_dead_letter_topic(
     client: Any, topic: Any, subscription_type: str
@@ -274,6 +285,7 @@ def test_a_message_nacked_too_often_goes_to_the_dead_letter_topic(
     assert letter.properties["REDELIVERY_COUNT"] == "1"
 
 
+@SHARED
 def test_a_nack_backoff_grows_the_redelivery_delay(client: Any, topic: Any) -> None:
     topic("jobs")
     client.producer("jobs").send(b"x")
@@ -293,6 +305,7 @@ def test_a_nack_backoff_grows_the_redelivery_delay(client: Any, topic: Any) -> N
     assert gaps[1] > gaps[0]
 
 
+@needs_cluster_slice("shared", "dead_letters")
 def test_reconsume_later_goes_through_the_retry_topic(client: Any, topic: Any) -> None:
     topic("jobs")
     client.producer("jobs").send(b"retry me", key="k")
@@ -318,6 +331,7 @@ def test_reconsume_later_goes_through_the_retry_topic(client: Any, topic: Any) -
     assert [m.properties["RECONSUMETIMES"] for m in receive_messages(dead, 1)] == ["2"]
 
 
+@needs_cluster_slice("shared", "dead_letters")
 def test_retry_letters_are_acknowledged_and_nacked_through_the_consumer_that_asked(
     client: Any, topic: Any
 ) -> None:

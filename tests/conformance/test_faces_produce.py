@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from faces import FAST
 
+from tests.cluster_pass import needs_cluster_slice
 from tests.helpers import assert_nothing_more, receive_messages
 from txnq import MessageId, errors
 
@@ -111,6 +112,7 @@ def test_a_str_payload_is_encoded_with_the_producers_encoding(client: Any, topic
     assert values == ["café".encode("latin-1"), "café".encode()]
 
 
+@needs_cluster_slice("delayed", "shared")
 def test_a_delayed_message_waits_on_a_shared_subscription(client: Any, topic: Any) -> None:
     topic("jobs")
     consumer = client.subscribe("jobs", "w", "shared", initial_position="earliest", **FAST)
@@ -128,6 +130,7 @@ def test_a_delayed_message_waits_on_a_shared_subscription(client: Any, topic: An
     assert {m.message_id for m in delayed} == {later, at.result(5)}
 
 
+@needs_cluster_slice("delayed")
 def test_a_delayed_message_is_delivered_at_once_on_an_exclusive_subscription(
     client: Any, topic: Any
 ) -> None:
@@ -169,6 +172,7 @@ def test_a_newer_producer_of_the_same_name_fences_the_older(client: Any, topic: 
     assert_nothing_more(consumer, 0.2)
 
 
+@needs_cluster_slice("transactions")
 @pytest.mark.parametrize("where", ["same client", "other client"])
 @pytest.mark.parametrize("how", ["send", "send_async"])
 def test_a_new_session_of_a_transactional_id_fences_the_old_and_aborts_its_transaction(
@@ -237,6 +241,7 @@ def test_a_failed_send_settles_its_pending_send_and_callback_and_flush_raises(
     assert isinstance(seen[0][0], errors.ProducerFencedError)
 
 
+@needs_cluster_slice("transactions")
 def test_a_send_queued_in_a_transaction_that_ended_settles_with_the_end(
     client: Any, topic: Any
 ) -> None:

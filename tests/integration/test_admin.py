@@ -1,15 +1,21 @@
 """Administration: topics are created, listed, described, grown (never shrunk)
 and deleted (not while a subscription still has a backlog, unless forced);
-subscriptions are described, reset and deleted."""
+subscriptions are described, reset and deleted.
+
+Also run through a two-shard cluster's proxy (the cluster pass,
+tests/cluster_pass.py): what a test reads of txnq's tables it reads on every
+database behind its DSN (tests.helpers.databases), where every shard holds
+the topics' metadata alike and an entry on the shard that owns its partition."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 import txnq
-from tests.helpers import receive_messages, sql, sql_value
+from tests.helpers import receive_messages, sql, sql_everywhere, sql_total
 from txnq import errors
 
 FAST = {"poll_interval": "200ms"}
@@ -19,6 +25,14 @@ FAST = {"poll_interval": "200ms"}
 def client(dsn: str) -> Iterator[txnq.Client]:
     with txnq.Client(dsn) as client:
         yield client
+
+
+def everywhere(dsn: str, query: str, *, rows: bool = False) -> Any:
+    """What ``query`` reads of metadata: the same on every database behind
+    ``dsn`` (a cluster's shards), so one answer; its first value unless ``rows``."""
+    answers = sql_everywhere(dsn, query)
+    assert all(a == answers[0] for a in answers), f"the shards disagree on {query!r}: {answers}"
+    return answers[0] if rows else answers[0][0][0]
 
 
 def test_a_created_topic_is_listed_and_described(client: txnq.Client) -> None:
@@ -57,7 +71,7 @@ def test_a_topic_name_is_taken_only_once(client: txnq.Client, dsn: str) -> None:
         client.admin.create_topic("orders", partitions=3)
 
     assert client.admin.get_topic("orders").partitions == 2
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.partitions") == 2
+    assert everywhere(dsn, "SELECT count(*) FROM txnq.partitions") == 2
 
 
 def test_growing_a_topic_gives_existing_subscriptions_cursors_on_the_new_partitions(
@@ -69,11 +83,13 @@ def test_growing_a_topic_gives_existing_subscriptions_cursors_on_the_new_partiti
     grown = client.admin.update_topic("orders", partitions=4)
 
     assert grown.partitions == 4
-    assert sql(
-        dsn, "SELECT partition, mark_delete_offset FROM txnq.cursors ORDER BY partition"
+    assert everywhere(
+        dsn, "SELECT partition, mark_delete_offset FROM txnq.cursors ORDER BY partition", rows=True
     ) == [(0, -1), (1, -1), (2, -1), (3, -1)]
-    assert sql(
-        dsn, "SELECT partition, state FROM txnq.ledgers WHERE partition >= 2 ORDER BY partition"
+    assert everywhere(
+        dsn,
+        "SELECT partition, state FROM txnq.ledgers WHERE partition >= 2 ORDER BY partition",
+        rows=True,
     ) == [(2, "OPEN"), (3, "OPEN")]
     with client.producer("orders") as producer:
         sent = producer.send(b"to a new partition", partition=3)
@@ -86,7 +102,7 @@ def test_growing_a_topic_gives_existing_subscriptions_cursors_on_the_new_partiti
 def test_growing_a_topic_to_its_current_size_changes_nothing(client: txnq.Client, dsn: str) -> None:
     client.admin.create_topic("orders", partitions=2)
     assert client.admin.update_topic("orders", partitions=2).partitions == 2
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.partitions") == 2
+    assert everywhere(dsn, "SELECT count(*) FROM txnq.partitions") == 2
 
 
 def test_a_topic_never_shrinks(client: txnq.Client, dsn: str) -> None:
@@ -96,7 +112,7 @@ def test_a_topic_never_shrinks(client: txnq.Client, dsn: str) -> None:
         client.admin.update_topic("orders", partitions=2)
 
     assert client.admin.get_topic("orders").partitions == 3
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.partitions") == 3
+    assert everywhere(dsn, "SELECT count(*) FROM txnq.partitions") == 3
 
 
 def test_deleting_a_topic_with_a_backlog_is_refused_unless_forced(
@@ -116,10 +132,10 @@ def test_deleting_a_topic_with_a_backlog_is_refused_unless_forced(
     with pytest.raises(errors.TopicNotFoundError):
         client.admin.get_topic("orders")
     for table in ("topics", "partitions", "subscriptions", "cursors", "producers"):
-        assert sql_value(dsn, f"SELECT count(*) FROM txnq.{table}") == 0, table
+        assert everywhere(dsn, f"SELECT count(*) FROM txnq.{table}") == 0, table
     # Entries leave with their entry log (GC), not by row deletes; ledgers say so.
-    assert sql(dsn, "SELECT DISTINCT state FROM txnq.ledgers") == [("DELETED",)]
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.entries") == 1
+    assert everywhere(dsn, "SELECT DISTINCT state FROM txnq.ledgers", rows=True) == [("DELETED",)]
+    assert sql_total(dsn, "SELECT count(*) FROM txnq.entries") == 1
 
 
 def test_deleting_a_topic_with_a_connected_consumer_is_refused(client: txnq.Client) -> None:
@@ -208,12 +224,12 @@ def test_a_subscription_with_a_connected_consumer_is_deleted_only_by_force(
     try:
         with pytest.raises(errors.ConsumerBusyError, match="force"):
             client.admin.delete_subscription("orders", "billing")
-        assert sql_value(dsn, "SELECT count(*) FROM txnq.subscriptions") == 1
+        assert everywhere(dsn, "SELECT count(*) FROM txnq.subscriptions") == 1
 
         client.admin.delete_subscription("orders", "billing", force=True)
 
         assert client.admin.list_subscriptions("orders") == []
-        assert sql_value(dsn, "SELECT count(*) FROM txnq.cursors") == 0
+        assert everywhere(dsn, "SELECT count(*) FROM txnq.cursors") == 0
     finally:
         consumer.close()
 
@@ -225,7 +241,7 @@ def test_the_client_works_on_after_its_idle_pooled_connections_were_cut(
     client.admin.create_topic("orders")
     with client.producer("orders") as producer:
         producer.send(b"before")
-    cut = sql(
+    cut = sql(  # the proxy's sessions when dsn is a cluster's proxy
         dsn,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
         "WHERE datname = current_database() AND pid <> pg_backend_pid()",

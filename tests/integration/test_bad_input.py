@@ -2,6 +2,9 @@
 
 Every test asserts the error's class (a ``TxnqError``), a phrase of its message
 that tells the caller what to do, and that no row was written anywhere.
+
+Also run through a two-shard cluster's proxy (the cluster pass,
+tests/cluster_pass.py): "anywhere" is then every shard (tests.helpers.databases).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any
 import pytest
 
 import txnq
-from tests.helpers import receive_messages, sql
+from tests.cluster_pass import needs_cluster_slice
+from tests.helpers import databases, receive_messages, sql
 from txnq import MessageId, errors
 
 FAST = {"poll_interval": "200ms"}
@@ -50,9 +54,14 @@ def row_counts(dsn: str) -> dict[str, int]:
     return {name: count for name, count in sql(dsn, query)}
 
 
-def database_state(dsn: str) -> dict[str, Any]:
-    """Row counts, plus the rows that change in place: head rows, cursors,
-    individual acks and producer sequences."""
+def database_state(dsn: str) -> list[dict[str, Any]]:
+    """Of each database behind ``dsn`` (a cluster's every shard): row counts,
+    plus the rows that change in place: head rows, cursors, individual acks
+    and producer sequences."""
+    return [one_database_state(database) for database in databases(dsn)]
+
+
+def one_database_state(dsn: str) -> dict[str, Any]:
     return {
         **row_counts(dsn),
         "head rows": sql(dsn, "SELECT * FROM txnq.partitions ORDER BY 1, 2"),
@@ -470,6 +479,15 @@ def test_a_list_of_acks_with_one_bad_item_acknowledges_nothing(
     consumer, (first, _) = consumer_with_messages
     with nothing_written(dsn), pytest.raises(errors.InvalidArgumentError):
         consumer.acknowledge([first, "junk"])  # type: ignore[list-item]
+
+
+# Through a cluster's proxy partitions 0 and 1 live on different shards, which
+# commit each on its own: atomicity across them is the transactions slice.
+@needs_cluster_slice("transactions")
+def test_a_list_of_acks_with_a_bad_item_on_another_partition_acknowledges_nothing(
+    dsn: str, consumer_with_messages: tuple[txnq.Consumer, list[txnq.Message]]
+) -> None:
+    consumer, (first, _) = consumer_with_messages
     # The bad item is on another partition: its ack fails in PostgreSQL, after
     # partition 0's would already have been written.
     with nothing_written(dsn), pytest.raises(errors.InvalidArgumentError, match="nothing was"):
@@ -556,4 +574,7 @@ def test_a_closed_client_refuses_everything(dsn: str) -> None:
         ):
             with pytest.raises(errors.ClosedError, match="closed"):
                 call()
-    assert row_counts(dsn)["consumers"] == 0  # closing the client closed its consumer
+    # Closing the client closed its consumer (on every shard of a cluster).
+    assert [row_counts(database)["consumers"] for database in databases(dsn)] == [0] * len(
+        databases(dsn)
+    )

@@ -1,6 +1,12 @@
 """Consuming: cursors that survive restarts, individual / cumulative / batch
 index acks, initial positions, seeks, failover and exclusive subscriptions,
-negative acks and the NOTIFY wake-up."""
+negative acks and the NOTIFY wake-up.
+
+Also run through a two-shard cluster's proxy (the cluster pass,
+tests/cluster_pass.py): a partition's cursor, acks and entries are read on the
+database that holds the partition (tests.helpers.partition_database: through
+a proxy, the shard that owns it), what every shard holds alike on each, and a
+consumer through a proxy is woken by its poll, not by NOTIFY."""
 
 from __future__ import annotations
 
@@ -16,7 +22,17 @@ from datetime import UTC, datetime
 import pytest
 
 import txnq
-from tests.helpers import assert_nothing_more, receive_messages, sql, sql_value, wait_until
+from tests.helpers import (
+    assert_nothing_more,
+    databases,
+    partition_database,
+    receive_messages,
+    sql,
+    sql_total,
+    sql_value,
+    through_proxy,
+    wait_until,
+)
 from txnq import errors
 
 FAST = {"poll_interval": "200ms"}
@@ -37,7 +53,7 @@ def produce(client: txnq.Client, topic: str, count: int) -> list[txnq.MessageId]
 def cursor(dsn: str, subscription: str = "billing", partition: int = 0) -> int:
     return int(
         sql_value(
-            dsn,
+            partition_database(dsn, "orders", partition),
             "SELECT c.mark_delete_offset FROM txnq.cursors c "
             "JOIN txnq.subscriptions s USING (subscription_id) "
             "WHERE s.name = %s AND c.partition = %s",
@@ -50,7 +66,7 @@ def individual_acks(dsn: str) -> list[tuple[int, list[int] | None]]:
     return [
         (row[0], row[1])
         for row in sql(
-            dsn,
+            partition_database(dsn, "orders"),
             "SELECT entry_offset, acked_batch_indexes FROM txnq.individual_acks "
             "ORDER BY entry_offset",
         )
@@ -158,7 +174,9 @@ def test_acking_messages_of_a_batch_individually_redelivers_only_the_others(
     with client.producer("orders", batching_max_delay="1s") as producer:
         for i in range(5):
             producer.send_async(f"m{i}")
-    assert sql(dsn, "SELECT entry_offset, message_count FROM txnq.entries") == [(0, 5)]
+    assert sql(
+        partition_database(dsn, "orders"), "SELECT entry_offset, message_count FROM txnq.entries"
+    ) == [(0, 5)]
 
     with client.subscribe("orders", "billing", initial_position="earliest", **FAST) as consumer:
         m = receive_messages(consumer, 5)
@@ -368,10 +386,12 @@ def test_an_exclusive_subscription_is_free_again_once_a_dead_consumers_lease_run
 ) -> None:
     client.admin.create_topic("orders")
     client.subscribe("orders", "billing", "exclusive", **FAST).close()
+    (subscription,) = client.admin.list_subscriptions("orders")
     # A consumer that registered and then died: nobody renews its lease.
     sql(
         dsn,
-        "SELECT txnq.register_consumer_v1(subscription_id, 'dead', 0, 0.5) FROM txnq.subscriptions",
+        "SELECT txnq.register_consumer_v2(%s, 'dead', 0, 0.5)",
+        (subscription.subscription_id,),
     )
     with pytest.raises(errors.ConsumerBusyError, match="dead"):
         client.subscribe("orders", "billing", "exclusive", **FAST)
@@ -499,17 +519,18 @@ def test_a_consumer_whose_session_expired_starts_a_new_one_and_goes_on(
         "orders", "billing", initial_position="earliest", lease="1s", **FAST
     ) as consumer:
         old_session = consumer.consumer_id
-        sql(
-            dsn,
-            "UPDATE txnq.consumers SET lease_expires_at = now() - interval '1s' "
-            "WHERE consumer_id = %s",
-            (old_session,),
-        )
+        for database in databases(dsn):  # a cluster's every shard holds the session
+            sql(
+                database,
+                "UPDATE txnq.consumers SET lease_expires_at = now() - interval '1s' "
+                "WHERE consumer_id = %s",
+                (old_session,),
+            )
 
         wait_until(lambda: consumer.consumer_id != old_session, timeout=3, what="a new session")
         produce(client, "orders", 1)
         assert values(receive_messages(consumer, 1)) == [b"m0"]
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.consumers") == 0
+    assert sql_total(dsn, "SELECT count(*) FROM txnq.consumers") == 0
 
 
 def test_a_consumer_whose_connections_are_cut_reconnects_and_goes_on(
@@ -519,7 +540,7 @@ def test_a_consumer_whose_connections_are_cut_reconnects_and_goes_on(
     produce(client, "orders", 1)
     with client.subscribe("orders", "billing", initial_position="earliest", **FAST) as consumer:
         consumer.acknowledge(receive_messages(consumer, 1))
-        sql(
+        sql(  # through a cluster's proxy: the client's sessions on the proxy
             dsn,
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid() "
@@ -567,13 +588,18 @@ def test_a_negatively_acknowledged_message_comes_back_with_redelivery_count_one(
 def test_a_waiting_consumer_is_woken_by_notify_long_before_its_poll_interval(
     client: txnq.Client, dsn: str
 ) -> None:
+    # Through a cluster's proxy a shard's NOTIFY does not reach the consumer's
+    # LISTEN on the proxy (docs/cluster.md): it is woken by its poll, so this
+    # checks that the poll bounds the wait there, with a shorter interval.
+    proxy = through_proxy(dsn)
+    poll = 1.0 if proxy else 5.0
     client.admin.create_topic("orders")
     with (
         client.producer("orders") as producer,
-        client.subscribe("orders", "billing", poll_interval="5s", lease="30s") as consumer,
+        client.subscribe("orders", "billing", poll_interval=poll, lease="30s") as consumer,
     ):
         wait_until(
-            lambda: sql_value(dsn, "SELECT count(*) FROM txnq.consumer_waiters"),
+            lambda: sql_total(dsn, "SELECT count(*) FROM txnq.consumer_waiters"),
             timeout=3,
             what="the consumer waiting",
         )
@@ -581,9 +607,9 @@ def test_a_waiting_consumer_is_woken_by_notify_long_before_its_poll_interval(
 
         producer.send(b"wake up")
 
-        message = consumer.receive(timeout=3)
+        message = consumer.receive(timeout=poll + 3)
         assert message is not None and message.value == b"wake up"
-        assert time.monotonic() - sent_at < 1.0
+        assert time.monotonic() - sent_at < (poll + 1.0 if proxy else 1.0)
 
 
 def test_live_producers_and_consumers_follow_added_partitions(client: txnq.Client) -> None:
@@ -626,8 +652,8 @@ def test_a_fetch_never_returns_what_the_cursor_has_moved_past(
         "max_bytes": 1 << 20,
     }
     assert [row["entry_offset"] for row in client.query("fetch", params)] == [4, 5]
-    old = sql(
-        dsn,
+    old = sql(  # on the database that holds the partition: fetch_v2 is a shard's
+        partition_database(dsn, "orders"),
         "SELECT entry_offset FROM txnq.fetch_v2(%(topic_id)s, %(partition)s, "
         "%(subscription_id)s, %(after_offset)s, %(max_entries)s, %(max_bytes)s)",
         params,

@@ -1,6 +1,10 @@
 """Consuming in batches: where batch_receive ends a batch, and a cursor that
 folds in long runs of individually acknowledged entries (issue 23's consume
-path: docs/benchmarks.md)."""
+path: docs/benchmarks.md).
+
+Also run through a two-shard cluster's proxy (the cluster pass,
+tests/cluster_pass.py): the one partition's entries, cursor and acks are read
+on the database that holds it (tests.helpers.partition_database)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import txnq
-from tests.helpers import assert_nothing_more, receive_messages, sql, sql_value
+from tests.helpers import assert_nothing_more, partition_database, receive_messages, sql, sql_value
 
 FAST = {"poll_interval": "200ms"}
 
@@ -20,10 +24,15 @@ def client(dsn: str) -> Iterator[txnq.Client]:
         yield client
 
 
+def owner(dsn: str) -> str:
+    """The database of the one partition of "orders": ``dsn``, or its owner shard."""
+    return partition_database(dsn, "orders", 0)
+
+
 def cursor(dsn: str, subscription: str = "billing") -> int:
     return int(
         sql_value(
-            dsn,
+            owner(dsn),
             "SELECT c.mark_delete_offset FROM txnq.cursors c "
             "JOIN txnq.subscriptions s USING (subscription_id) WHERE s.name = %s",
             (subscription,),
@@ -47,7 +56,7 @@ def test_a_batch_ends_before_an_entry_it_would_split(client: txnq.Client, dsn: s
     client.admin.create_topic("orders")
     send_singles(client, 3)
     send_batch(client, 5, first=3)
-    assert sql(dsn, "SELECT message_count FROM txnq.entries ORDER BY entry_offset") == [
+    assert sql(owner(dsn), "SELECT message_count FROM txnq.entries ORDER BY entry_offset") == [
         (1,),
         (1,),
         (1,),
@@ -63,7 +72,7 @@ def test_a_batch_ends_before_an_entry_it_would_split(client: txnq.Client, dsn: s
         consumer.acknowledge_cumulative(second[-1])
         assert_nothing_more(consumer)
     assert cursor(dsn) == 3
-    assert sql(dsn, "SELECT count(*) FROM txnq.individual_acks") == [(0,)]
+    assert sql(owner(dsn), "SELECT count(*) FROM txnq.individual_acks") == [(0,)]
 
 
 def test_an_entry_larger_than_the_batch_is_split(client: txnq.Client, dsn: str) -> None:
@@ -98,9 +107,9 @@ def test_the_cursor_folds_in_more_individually_acked_entries_than_one_read_takes
         assert cursor(dsn) == -1
         consumer.acknowledge(m[0])
         assert cursor(dsn) == 149
-        assert sql(dsn, "SELECT min(entry_offset), count(*) FROM txnq.individual_acks") == [
+        assert sql(owner(dsn), "SELECT min(entry_offset), count(*) FROM txnq.individual_acks") == [
             (151, 49)
         ]
         consumer.acknowledge(m[150])
         assert cursor(dsn) == 199
-        assert sql(dsn, "SELECT count(*) FROM txnq.individual_acks") == [(0,)]
+        assert sql(owner(dsn), "SELECT count(*) FROM txnq.individual_acks") == [(0,)]

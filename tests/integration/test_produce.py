@@ -1,6 +1,12 @@
 """Producing: gapless ordered offsets (invariant 1), batch entries, the
 idempotent producer and its fencing (invariant 6), key routing, and the
-storage the append path writes into (ledgers and entry logs)."""
+storage the append path writes into (ledgers and entry logs).
+
+Also run through a two-shard cluster's proxy (the cluster pass,
+tests/cluster_pass.py): what a test reads or calls of a shard's own (entries,
+ledgers, entry logs, append_v1) it reads or calls on the database that holds
+the partition (tests.helpers.partition_database) or on each database behind
+its DSN (databases, sql_union); producers register through the DSN."""
 
 from __future__ import annotations
 
@@ -13,7 +19,17 @@ import psycopg
 import pytest
 
 import txnq
-from tests.helpers import assert_nothing_more, receive_messages, sql, sql_value
+from tests.helpers import (
+    assert_nothing_more,
+    databases,
+    partition_database,
+    receive_messages,
+    sql,
+    sql_everywhere,
+    sql_total,
+    sql_union,
+    sql_value,
+)
 from txnq import errors
 from txnq.database.connections import translate
 from txnq.database.migrate import upgrade
@@ -28,7 +44,7 @@ def client(dsn: str) -> Iterator[txnq.Client]:
 
 
 def entry_count(dsn: str) -> int:
-    return int(sql_value(dsn, "SELECT count(*) FROM txnq.entries"))
+    return sql_total(dsn, "SELECT count(*) FROM txnq.entries")
 
 
 def register_producer(dsn: str, topic_id: int, name: str) -> tuple[int, int]:
@@ -37,6 +53,11 @@ def register_producer(dsn: str, topic_id: int, name: str) -> tuple[int, int]:
         dsn, "SELECT producer_id, epoch FROM txnq.register_producer_v2(%s, %s)", (topic_id, name)
     )
     return rows[0][0], rows[0][1]
+
+
+def owner(dsn: str) -> str:
+    """The database of partition 0 of "orders": ``dsn``, or its owner shard."""
+    return partition_database(dsn, "orders", 0)
 
 
 APPEND = "SELECT entry_offset, duplicate FROM txnq.append_v1(%s, %s, %s, %s, %s, %s::bytea[])"
@@ -84,20 +105,23 @@ def test_offsets_are_gapless_and_each_producer_keeps_its_order_under_concurrent_
             client.close()
     assert failures == []
 
-    for partition, offsets in sql(
+    for partition, offsets in sql_union(
         dsn,
         "SELECT partition, array_agg(entry_offset ORDER BY entry_offset) FROM txnq.entries "
         "GROUP BY partition ORDER BY partition",
     ):
         assert offsets == list(range(len(offsets))), f"partition {partition} has a gap"
-    assert sql(dsn, "SELECT partition, next_offset FROM txnq.partitions ORDER BY partition") == sql(
-        dsn,
-        "SELECT h.partition, count(e.entry_offset) FROM txnq.partitions h "
-        "LEFT JOIN txnq.entries e USING (topic_id, partition) GROUP BY 1 ORDER BY 1",
-    )
+    for database in databases(dsn):  # a shard's head rows of others' partitions: empty
+        assert sql(
+            database, "SELECT partition, next_offset FROM txnq.partitions ORDER BY partition"
+        ) == sql(
+            database,
+            "SELECT h.partition, count(e.entry_offset) FROM txnq.partitions h "
+            "LEFT JOIN txnq.entries e USING (topic_id, partition) GROUP BY 1 ORDER BY 1",
+        )
 
     seen: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for partition, payload in sql(
+    for partition, payload in sql_union(
         dsn,
         "SELECT partition, payload FROM txnq.messages "
         "ORDER BY partition, entry_offset, batch_index",
@@ -126,11 +150,13 @@ def test_each_producer_numbers_its_batches_without_gaps_per_partition(
             if i % 4 == 3:
                 producer.flush()
 
-    for partition, sequences in sql(
+    rows = sql_union(
         dsn,
         "SELECT partition, array_agg(sequence ORDER BY entry_offset, batch_index) "
         "FROM txnq.messages GROUP BY partition ORDER BY partition",
-    ):
+    )
+    assert sorted(partition for partition, _ in rows) == [0, 1]
+    for partition, sequences in rows:
         assert sequences == list(range(10)), f"partition {partition}"
 
 
@@ -146,7 +172,9 @@ def test_batched_messages_share_an_entry_and_are_each_delivered_once_in_order(
         producer.flush()
         ids = [p.result(timeout=5) for p in pending]
 
-    entries = sql(dsn, "SELECT entry_offset, message_count FROM txnq.entries ORDER BY entry_offset")
+    entries = sql(
+        owner(dsn), "SELECT entry_offset, message_count FROM txnq.entries ORDER BY entry_offset"
+    )
     assert len(entries) < 50
     assert sum(count for _, count in entries) == 50
     assert any(count > 1 for _, count in entries)
@@ -177,21 +205,25 @@ def test_a_retried_batch_is_written_once_and_returns_its_original_offset(
     producer_id, epoch = register_producer(dsn, topic.topic_id, "p1")
     batches = [(0, [b"a", b"b"]), (2, [b"c"]), (3, [b"d", b"e", b"f"])]
     offsets = [
-        sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, first, payloads))[0]
+        sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, first, payloads))[0]
         for first, payloads in batches
     ]
     assert offsets == [(0, False), (1, False), (2, False)]
 
     # The latest batch and an older one, as a producer retries after a lost reply.
-    assert sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, 3, [b"d", b"e", b"f"])) == [
-        (2, True)
+    assert sql(
+        owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, 3, [b"d", b"e", b"f"])
+    ) == [(2, True)]
+    assert sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, 0, [b"a", b"b"])) == [
+        (0, True)
     ]
-    assert sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, 0, [b"a", b"b"])) == [(0, True)]
 
     assert entry_count(dsn) == 3
-    assert sql_value(dsn, "SELECT next_offset FROM txnq.partitions") == 3
+    assert sql_value(owner(dsn), "SELECT next_offset FROM txnq.partitions") == 3
     # The sequence goes on after the retries as if they never happened.
-    assert sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, 6, [b"g"])) == [(3, False)]
+    assert sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, 6, [b"g"])) == [
+        (3, False)
+    ]
 
 
 def test_a_sequence_gap_is_rejected_as_out_of_order_and_writes_nothing(
@@ -199,10 +231,10 @@ def test_a_sequence_gap_is_rejected_as_out_of_order_and_writes_nothing(
 ) -> None:
     topic = client.admin.create_topic("orders")
     producer_id, epoch = register_producer(dsn, topic.topic_id, "p1")
-    sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, 0, [b"a"]))
+    sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, 0, [b"a"]))
 
     with pytest.raises(psycopg.Error) as raised:
-        sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, 5, [b"f"]))
+        sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, 5, [b"f"]))
 
     assert raised.value.sqlstate == "TQ003"
     error = translate(raised.value)
@@ -210,7 +242,7 @@ def test_a_sequence_gap_is_rejected_as_out_of_order_and_writes_nothing(
     assert "next expected is 1" in str(error)
     assert "resend them in order" in str(error)
     assert entry_count(dsn) == 1
-    assert sql_value(dsn, "SELECT last_sequence FROM txnq.producer_sequences") == 0
+    assert sql_value(owner(dsn), "SELECT last_sequence FROM txnq.producer_sequences") == 0
 
 
 def test_a_batch_overlapping_written_sequences_that_is_no_retry_is_rejected(
@@ -218,10 +250,10 @@ def test_a_batch_overlapping_written_sequences_that_is_no_retry_is_rejected(
 ) -> None:
     topic = client.admin.create_topic("orders")
     producer_id, epoch = register_producer(dsn, topic.topic_id, "p1")
-    sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, 0, [b"a", b"b", b"c"]))
+    sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, 0, [b"a", b"b", b"c"]))
 
     with pytest.raises(psycopg.Error) as raised:
-        sql(dsn, APPEND, (topic.topic_id, 0, producer_id, epoch, 1, [b"b", b"c", b"d"]))
+        sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, epoch, 1, [b"b", b"c", b"d"]))
 
     assert isinstance(translate(raised.value), errors.OutOfOrderSequenceError)
     assert entry_count(dsn) == 1
@@ -253,14 +285,16 @@ def test_a_named_producer_that_reconnects_continues_its_sequences(
         assert again.epoch > first_epoch
 
     assert [m.offset for m in before + after] == [0, 1, 2, 3, 4]
-    assert sql(dsn, "SELECT first_sequence FROM txnq.entries ORDER BY entry_offset") == [
+    assert sql(owner(dsn), "SELECT first_sequence FROM txnq.entries ORDER BY entry_offset") == [
         (0,),
         (1,),
         (2,),
         (3,),
         (4,),
     ]
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.producers") == 1
+    assert sql_everywhere(dsn, "SELECT count(*) FROM txnq.producers") == [[(1,)]] * len(
+        databases(dsn)
+    )
 
 
 def test_a_newer_producer_with_the_same_name_fences_the_older_one(
@@ -280,7 +314,7 @@ def test_a_newer_producer_with_the_same_name_fences_the_older_one(
         new.close()
     old.close()
 
-    assert sql(dsn, "SELECT payload FROM txnq.messages ORDER BY entry_offset") == [
+    assert sql(owner(dsn), "SELECT payload FROM txnq.messages ORDER BY entry_offset") == [
         (b"before",),
         (b"from the new session",),
     ]
@@ -292,7 +326,7 @@ def test_a_fenced_epoch_cannot_append_through_sql_either(client: txnq.Client, ds
     register_producer(dsn, topic.topic_id, "p1")
 
     with pytest.raises(psycopg.Error) as raised:
-        sql(dsn, APPEND, (topic.topic_id, 0, producer_id, old_epoch, 0, [b"x"]))
+        sql(owner(dsn), APPEND, (topic.topic_id, 0, producer_id, old_epoch, 0, [b"x"]))
 
     assert raised.value.sqlstate == "TQ002"
     assert isinstance(translate(raised.value), errors.ProducerFencedError)
@@ -306,12 +340,12 @@ def test_a_producer_whose_connection_is_cut_reconnects_and_writes_each_message_o
     with client.producer("orders", name="p1") as producer:
         producer.send(b"before")
         backend = producer._proxy.driver_connection.info.backend_pid
-        sql(dsn, "SELECT pg_terminate_backend(%s)", (backend,))
+        sql(dsn, "SELECT pg_terminate_backend(%s)", (backend,))  # a proxy's session there
 
         after = producer.send(b"after")
 
     assert after.offset == 1
-    assert sql(dsn, "SELECT payload, sequence FROM txnq.messages ORDER BY entry_offset") == [
+    assert sql(owner(dsn), "SELECT payload, sequence FROM txnq.messages ORDER BY entry_offset") == [
         (b"before", 0),
         (b"after", 1),
     ]
@@ -333,7 +367,7 @@ def test_messages_with_the_same_key_go_to_the_crc32_partition_of_the_key(
     for key, message_id in sent:
         assert message_id.partition == partition_for_key(key.encode(), 4)
     assert len({message_id.partition for _, message_id in sent}) > 1  # the keys do spread
-    for key, partitions in sql(
+    for key, partitions in sql_union(
         dsn,
         "SELECT convert_from(key, 'UTF8'), array_agg(DISTINCT partition) "
         "FROM txnq.messages GROUP BY key",
@@ -369,10 +403,13 @@ def test_producers_started_together_start_their_round_robin_on_different_partiti
 def test_ledgers_roll_over_into_contiguous_ranges_with_one_open_per_partition(
     client: txnq.Client, dsn: str
 ) -> None:
-    upgrade(dsn, settings=load_settings(ledger_max_entries=10, ledger_min_rollover_seconds=0))
-    assert sql(dsn, "SELECT ledger_max_entries, ledger_min_rollover_seconds FROM txnq.config") == [
-        (10, 0)
-    ]
+    for database in databases(dsn):  # a cluster's shards are migrated each on its own
+        upgrade(
+            database, settings=load_settings(ledger_max_entries=10, ledger_min_rollover_seconds=0)
+        )
+    assert sql_union(
+        dsn, "SELECT ledger_max_entries, ledger_min_rollover_seconds FROM txnq.config"
+    ) == [(10, 0)] * len(databases(dsn))
     client.admin.create_topic("orders", partitions=2)
     with client.producer("orders") as producer:
         for i in range(25):
@@ -380,11 +417,16 @@ def test_ledgers_roll_over_into_contiguous_ranges_with_one_open_per_partition(
         for i in range(5):
             producer.send(f"m{i}", partition=1)
 
-    ledgers = sql(
-        dsn,
-        "SELECT partition, ledger_id, first_offset, last_offset, state FROM txnq.ledgers "
-        "ORDER BY partition, ledger_id",
-    )
+    ledgers = [
+        row
+        for partition in (0, 1)  # each from the database that holds the partition
+        for row in sql(
+            partition_database(dsn, "orders", partition),
+            "SELECT partition, ledger_id, first_offset, last_offset, state FROM txnq.ledgers "
+            "WHERE partition = %s ORDER BY ledger_id",
+            (partition,),
+        )
+    ]
     assert ledgers == [
         (0, 0, 0, 9, "CLOSED"),
         (0, 1, 10, 19, "CLOSED"),
@@ -392,14 +434,17 @@ def test_ledgers_roll_over_into_contiguous_ranges_with_one_open_per_partition(
         (1, 0, 0, None, "OPEN"),
     ]
     # Every entry belongs to the ledger whose range holds its offset.
-    assert sql(
-        dsn,
-        "SELECT count(*) FROM txnq.entries e "
-        "JOIN txnq.ledgers l USING (topic_id, partition, ledger_id) "
-        "WHERE e.entry_offset < l.first_offset "
-        "OR e.entry_offset > coalesce(l.last_offset, e.entry_offset)",
-    ) == [(0,)]
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.entries") == 30
+    assert (
+        sql_total(
+            dsn,
+            "SELECT count(*) FROM txnq.entries e "
+            "JOIN txnq.ledgers l USING (topic_id, partition, ledger_id) "
+            "WHERE e.entry_offset < l.first_offset "
+            "OR e.entry_offset > coalesce(l.last_offset, e.entry_offset)",
+        )
+        == 0
+    )
+    assert sql_total(dsn, "SELECT count(*) FROM txnq.entries") == 30
     described = client.admin.describe_topic("orders").partitions
     assert [(p.partition, p.open_ledger_id, p.ledgers) for p in described] == [(0, 2, 3), (1, 0, 1)]
 
@@ -412,22 +457,25 @@ def test_a_new_entry_log_is_a_new_postgresql_partition_and_old_entries_stay_read
         for i in range(3):
             producer.send(f"m{i}")
 
-        assert sql_value(dsn, "SELECT txnq.roll_entry_log_v1(true)") == 2
+        # Each shard rolls its own entry log: the partition's owner here.
+        assert sql_value(owner(dsn), "SELECT txnq.roll_entry_log_v1(true)") == 2
 
         for i in range(3, 6):
             producer.send(f"m{i}")
 
     assert sql(
-        dsn,
+        owner(dsn),
         "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
         "WHERE i.inhparent = 'txnq.entries'::regclass ORDER BY c.relname",
     ) == [("entries_000001",), ("entries_000002",)]
-    assert sql(dsn, "SELECT entry_log_id, state FROM txnq.entry_logs ORDER BY entry_log_id") == [
+    assert sql(
+        owner(dsn), "SELECT entry_log_id, state FROM txnq.entry_logs ORDER BY entry_log_id"
+    ) == [
         (1, "SEALED"),
         (2, "ACTIVE"),
     ]
     assert sql(
-        dsn,
+        owner(dsn),
         "SELECT entry_offset, entry_log_id, tableoid::regclass::text "
         "FROM txnq.entries ORDER BY entry_offset",
     ) == [
@@ -463,7 +511,8 @@ def test_rolling_the_entry_log_while_producers_append_loses_nothing(
     def roll() -> None:
         try:
             while not stop.is_set():
-                sql(dsn, "SELECT txnq.roll_entry_log_v1(true)")
+                for database in databases(dsn):  # each shard rolls its own
+                    sql(database, "SELECT txnq.roll_entry_log_v1(true)")
                 time.sleep(0.02)
         except BaseException as exc:
             failures.append(exc)
@@ -479,18 +528,22 @@ def test_rolling_the_entry_log_while_producers_append_loses_nothing(
     roller.join(timeout=5)
     assert failures == []
 
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.entry_logs") > 2
-    for partition, offsets in sql(
+    for database in databases(dsn):
+        assert sql_value(database, "SELECT count(*) FROM txnq.entry_logs") > 2
+    rows = sql_union(
         dsn,
         "SELECT partition, array_agg(entry_offset ORDER BY entry_offset) FROM txnq.entries "
         "GROUP BY partition ORDER BY partition",
-    ):
+    )
+    assert sorted(partition for partition, _ in rows) == [0, 1]
+    for partition, offsets in rows:
         assert offsets == list(range(100)), f"partition {partition}"
 
 
 def test_rolling_the_entry_log_is_skipped_when_not_needed(client: txnq.Client, dsn: str) -> None:
-    assert sql_value(dsn, "SELECT txnq.roll_entry_log_v1(false)") == 1
-    assert sql_value(dsn, "SELECT count(*) FROM txnq.entry_logs") == 1
+    for database in databases(dsn):  # each shard of a cluster rolls its own
+        assert sql_value(database, "SELECT txnq.roll_entry_log_v1(false)") == 1
+        assert sql_value(database, "SELECT count(*) FROM txnq.entry_logs") == 1
 
 
 def test_flush_raises_the_first_error_of_a_batch_written_since_the_last_flush(
