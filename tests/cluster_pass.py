@@ -41,19 +41,25 @@ SHARDS = 2
 #: The template databases' name on each throwaway server.
 TEMPLATE = "txnq_cluster_template"
 
-#: The slices of issue 19 that the proxy does not route yet (TQ030 today),
-#: each being built on a branch of its own, and what they cover.
+#: The slices of issue 19 a test may need, and what they cover; those not in
+#: ROUTED_SLICES are refused through the proxy (TQ030).
 SLICES = {
     "transactions": "transactions across shards (new_transaction, a transactional producer, "
     "writes to partitions of several shards that commit or fail together)",
-    "attach": "application transactions (attach, consumer.process on the application's connection)",
+    "attach": "application transactions (attach, consumer.process on the application's "
+    "connection): refused through a proxy by design, the partitions and the application's tables "
+    "must be in one database (docs/cluster.md)",
     "shared": "shared and key_shared subscriptions (claim_v5), their nacks, backoff, ack timeouts",
     "dead_letters": "dead letters and retry topics (reconsume_later), on shared subscriptions",
     "delayed": "delayed delivery (append_delayed_v2)",
+    "txn_inspection": "transaction inspection over the whole cluster (txn_describe_v1, txn_list_v1, "
+    "transaction_status: read them on the transaction's home shard)",
+    "atomic_acks": "a list of acks over partitions of several shards applied all or nothing "
+    "(each shard commits its own; a transaction makes them atomic)",
 }
 #: The slices routed through the proxy: their tests run in the cluster pass.
-#: Add a slice's name here when it lands.
-ROUTED_SLICES: frozenset[str] = frozenset()
+#: Add a slice's name here when it lands. "attach" stays out: refused for good.
+ROUTED_SLICES: frozenset[str] = frozenset({"transactions", "shared", "dead_letters", "delayed"})
 
 MARK = "needs_cluster_slice"
 

@@ -172,7 +172,7 @@ def test_a_newer_producer_of_the_same_name_fences_the_older(client: Any, topic: 
     assert_nothing_more(consumer, 0.2)
 
 
-@needs_cluster_slice("transactions")
+@needs_cluster_slice("transactions", "txn_inspection")
 @pytest.mark.parametrize("where", ["same client", "other client"])
 @pytest.mark.parametrize("how", ["send", "send_async"])
 def test_a_new_session_of_a_transactional_id_fences_the_old_and_aborts_its_transaction(
@@ -241,7 +241,7 @@ def test_a_failed_send_settles_its_pending_send_and_callback_and_flush_raises(
     assert isinstance(seen[0][0], errors.ProducerFencedError)
 
 
-@needs_cluster_slice("transactions")
+@needs_cluster_slice("transactions", "txn_inspection")
 def test_a_send_queued_in_a_transaction_that_ended_settles_with_the_end(
     client: Any, topic: Any
 ) -> None:

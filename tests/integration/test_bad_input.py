@@ -482,8 +482,9 @@ def test_a_list_of_acks_with_one_bad_item_acknowledges_nothing(
 
 
 # Through a cluster's proxy partitions 0 and 1 live on different shards, which
-# commit each on its own: atomicity across them is the transactions slice.
-@needs_cluster_slice("transactions")
+# commit each on its own: a list of plain acks across them is not atomic there
+# (docs/cluster.md, Limits); in a transaction it is.
+@needs_cluster_slice("atomic_acks")
 def test_a_list_of_acks_with_a_bad_item_on_another_partition_acknowledges_nothing(
     dsn: str, consumer_with_messages: tuple[txnq.Consumer, list[txnq.Message]]
 ) -> None:
