@@ -132,6 +132,30 @@ def test_a_waiting_asyncio_consumer_is_woken_by_every_shards_notify(
     assert max(took) < WOKEN_WITHIN, f"not woken by the shards' NOTIFYs: {took}"
 
 
+@pytest.mark.parametrize("subscription_type", ["exclusive", "shared"])
+def test_a_consumer_listens_on_the_shards_of_partitions_added_later(
+    cluster: Cluster, topic_name: Callable[[str], str], subscription_type: str
+) -> None:
+    name = topic_name(f"grow-{subscription_type}")
+    consumer_name = f"g-{uuid.uuid4().hex[:8]}"
+    with txnq.Client(cluster.proxy) as client:
+        topic = client.admin.create_topic(name, partitions=1)
+        first = shard_of(cluster.proxy, topic.topic_id, 0)
+        # A short lease: the heartbeat (every second) follows the new partitions.
+        options: dict[str, Any] = {"poll_interval": "30s", "lease": "3s"}
+        with client.subscribe(
+            name, "s", subscription_type, consumer_name=consumer_name, **options
+        ) as consumer:
+            _wait_until_listening(cluster, consumer_name, {first})
+            client.admin.update_topic(name, partitions=4)
+            _wait_until_listening(cluster, consumer_name, {0, 1})
+            with client.producer(name, name="p") as producer:
+                for partition in range(4):
+                    producer.send(b"g", partition=partition)
+            got = {consumer.receive(timeout=10) for _ in range(4)}
+            assert {m.message_id.partition for m in got if m is not None} == {0, 1, 2, 3}
+
+
 @pytest.fixture
 def role_without_shard_1(cluster: Cluster) -> Iterator[str]:
     """A role that logs in on the proxy and on shard 0 but not on shard 1: a

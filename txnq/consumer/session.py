@@ -77,6 +77,7 @@ class ConsumerSession(abc.ABC):
     #: (the client's own, relocated), for the wake-ups; None on one server.
     _shards: dict[int, tuple[int, str]] | None = None
     _client_dsn: str = ""
+    _shard_map_failed = False  # logged once
 
     # -- the fetch loop -----------------------------------------------------
 
@@ -107,12 +108,29 @@ class ConsumerSession(abc.ABC):
         yield from self._shard_map_plan()
 
     def _shard_map_plan(self) -> Plan[None]:
-        rows = yield Call(
-            "cluster_partition_shards",
-            {"topic_id": self._topic_id, "partitions": self._topic.partitions},
-            "all",
-        )
-        self._shards = partition_shards(self._client_dsn, rows)
+        try:
+            rows = yield Call(
+                "cluster_partition_shards",
+                {"topic_id": self._topic_id, "partitions": self._topic.partitions},
+                "all",
+            )
+            self._shards = partition_shards(self._client_dsn, rows)
+        except psycopg.OperationalError:
+            raise  # a lost connection: the caller's to handle, as any call's
+        except (errors.TxnqError, psycopg.Error) as exc:
+            # The wake-ups are an optimisation: without the map the consumer
+            # polls the partitions it lacks, as before.
+            if self._shard_map_failed:
+                return
+            self._shard_map_failed = True
+            log.warning(
+                "consumer %r of topic %r could not look up the cluster's shard map (%s): "
+                "partitions it does not know the shard of are polled every %gs",
+                self.name,
+                self.topic,
+                exc,
+                self._poll_interval,
+            )
 
     def _register_plan(self) -> Plan[int]:
         consumer_id = yield from retried_once(
