@@ -250,6 +250,83 @@ def test_a_shard_the_consumer_cannot_listen_on_is_polled_and_said_once(
     assert not [r for r in caplog.records if "shard 0" in r.getMessage()]
 
 
+@pytest.mark.parametrize("face", ["sync", "asyncio"])
+def test_a_listen_connection_that_breaks_leaves_its_shard_polled(
+    cluster: Cluster,
+    topic_name: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+    face: str,
+) -> None:
+    """Shard 1 ends the consumer's LISTEN connection while it waits: the
+    consumer goes on, shard 1's partitions by the poll, shard 0's woken."""
+    name = topic_name(f"broken-{face}")
+    consumer_name = f"b-{uuid.uuid4().hex[:8]}"
+    poll = 3.0
+    options: dict[str, Any] = {"poll_interval": poll, "lease": "120s"}
+    caplog.set_level(logging.INFO, logger="txnq.consumer")
+
+    def break_shard_1() -> None:
+        with cluster.shard_conn(1) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = %s AND query LIKE 'LISTEN %%'",
+                (f"txnq-consumer-{consumer_name}",),
+            )
+        deadline = time.monotonic() + 10
+        while _listening_shards(cluster, consumer_name) != {0}:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(SETTLE)
+
+    with txnq.Client(cluster.proxy) as client:
+        topic = client.admin.create_topic(name, partitions=4)
+        owners = _owners(cluster, topic.topic_id, 4)
+    on_0 = min(p for p, shard in owners.items() if shard == 0)
+    on_1 = min(p for p, shard in owners.items() if shard == 1)
+    took: dict[int, float] = {}
+
+    if face == "sync":
+        with (
+            txnq.Client(cluster.proxy) as client,
+            client.producer(name, name="p") as producer,
+            client.subscribe(name, "s", consumer_name=consumer_name, **options) as consumer,
+        ):
+            _wait_until_listening(cluster, consumer_name, {0, 1})
+            break_shard_1()
+            for partition in (on_1, on_0):
+                sent = time.monotonic()
+                producer.send(b"x", partition=partition)
+                message = consumer.receive(timeout=poll * 3)
+                assert message is not None and message.message_id.partition == partition
+                took[partition] = time.monotonic() - sent
+                consumer.acknowledge(message)
+                time.sleep(SETTLE)
+    else:
+
+        async def run() -> None:
+            async with txnq.aio.Client(cluster.proxy) as client:
+                producer = await client.producer(name, name="p")
+                consumer = await client.subscribe(name, "s", consumer_name=consumer_name, **options)
+                await asyncio.to_thread(_wait_until_listening, cluster, consumer_name, {0, 1})
+                await asyncio.to_thread(break_shard_1)
+                for partition in (on_1, on_0):
+                    sent = time.monotonic()
+                    await producer.send(b"x", partition=partition)
+                    message = await consumer.receive(timeout=poll * 3)
+                    assert message is not None and message.message_id.partition == partition
+                    took[partition] = time.monotonic() - sent
+                    await consumer.acknowledge(message)
+                    await asyncio.sleep(SETTLE)
+                await consumer.close()
+                await producer.close()
+
+        asyncio.run(run())
+    assert took[on_0] < WOKEN_WITHIN, took
+    assert took[on_1] < poll + WOKEN_WITHIN, took
+    warnings = [r for r in caplog.records if "cannot LISTEN on shard 1" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+
+
 def test_a_consumer_on_one_shard_directly_opens_no_listen_connection_of_its_own(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
