@@ -10,8 +10,8 @@ shard's host, hostaddr, port and dbname, nothing else. The client connects
 to a shard with its own DSN, only those location words replaced: the same
 user, password, sslmode and options as for the proxy.
 
-Whether a database is a proxy is one catalog lookup (``to_regprocedure``):
-only a proxy has ``txnq.cluster_shard_map_v1``.
+Whether a database is a proxy is one catalog lookup (the named query
+``cluster_is_proxy``: schema ``txnq_cluster`` and no txnq tables).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ directly: Spark's tasks read the shards in parallel, and the messages never
 cross the proxy. A task connects to a shard with the caller's own DSN, only
 its location replaced: the same user, password, sslmode and options.
 
-On one server this is a single catalog lookup (``to_regprocedure``) that
+On one server this is a single catalog lookup (``cluster_is_proxy``) that
 answers "not a proxy": the read goes on as before.
 """
 
