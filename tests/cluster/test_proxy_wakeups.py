@@ -133,6 +133,41 @@ def test_a_waiting_asyncio_consumer_is_woken_by_every_shards_notify(
 
 
 @pytest.mark.parametrize("subscription_type", ["exclusive", "shared"])
+def test_a_committed_transaction_over_both_shards_wakes_the_consumer(
+    cluster: Cluster, topic_name: Callable[[str], str], subscription_type: str
+) -> None:
+    """A transaction's messages become readable at its commit markers, each
+    written on the partition's shard, which notifies there too."""
+    name = topic_name(f"txn-{subscription_type}")
+    consumer_name = f"t-{uuid.uuid4().hex[:8]}"
+    with txnq.Client(cluster.proxy) as client:
+        topic = client.admin.create_topic(name, partitions=4)
+        _owners(cluster, topic.topic_id, 4)
+        with (
+            client.producer(name, transactional_id=topic_name("txn")) as producer,
+            client.subscribe(
+                name, "s", subscription_type, consumer_name=consumer_name, **SLOW
+            ) as consumer,
+        ):
+            _wait_until_listening(cluster, consumer_name, {0, 1})
+            txn = client.new_transaction(timeout="1m")
+            for partition in range(4):
+                producer.send(f"t{partition}".encode(), partition=partition, txn=txn)
+            time.sleep(SETTLE)  # the consumer waits again: nothing is readable yet
+            committed = time.monotonic()
+            txn.commit()
+            got = []
+            while len(got) < 4:
+                message = consumer.receive(timeout=10)
+                assert message is not None
+                got.append(message)
+                consumer.acknowledge(message)
+            took = time.monotonic() - committed
+    assert {m.message_id.partition for m in got} == {0, 1, 2, 3}
+    assert took < WOKEN_WITHIN, f"the commit's markers did not wake the consumer ({took:.2f}s)"
+
+
+@pytest.mark.parametrize("subscription_type", ["exclusive", "shared"])
 def test_a_consumer_listens_on_the_shards_of_partitions_added_later(
     cluster: Cluster, topic_name: Callable[[str], str], subscription_type: str
 ) -> None:
