@@ -59,7 +59,9 @@ SELECT txnq_cluster.shard_of(%(topic_id)s, %(partition)s)
 -- Whether this database is a cluster's proxy: the schema txnq_cluster and no
 -- txnq tables. The coordinator worker asks at connect (through a proxy it
 -- runs the marker phase across shards); the CLI's reads of each shard's own
--- rows then show which shard a row comes from.
+-- rows then show which shard a row comes from; a client's consumers then
+-- LISTEN on the shards, Spark reads them (txnq.database.shards). One catalog
+-- lookup, false on one server.
 SELECT to_regnamespace('txnq_cluster') IS NOT NULL AND to_regclass('txnq.transactions') IS NULL AS proxy
 
 -- name: cluster_gc_history
@@ -96,3 +98,9 @@ SELECT txnq_cluster.txn_apply(%(shard)s, %(txn_tc)s, %(txn_seq)s, %(commit)s, %(
 -- name: cluster_txn_complete_home
 -- The home shard's own marker phase and finish, after every participant's.
 SELECT txnq_cluster.complete_txn_on_home(%(txn_tc)s, %(txn_seq)s)
+
+-- name: cluster_partition_shards
+-- On a proxy: the shard that owns each partition of a topic, and where it is
+-- (host, hostaddr, port, dbname; never credentials). txnq.database.shards.
+SELECT partition, shard, host, hostaddr, port, dbname
+  FROM txnq.cluster_shard_map_v1(%(topic_id)s, %(partitions)s)

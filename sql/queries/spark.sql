@@ -69,13 +69,3 @@ SELECT epoch FROM txnq.sink_session_epoch_v1(%(transactional_id)s) AS epoch
 -- name: sink_session_lock
 -- Recovery holds the transactional id's row while it settles and fences.
 SELECT epoch FROM txnq.sink_session_lock_v1(%(transactional_id)s) AS epoch
-
--- name: spark_cluster_proxy
--- Whether this database is a txnq cluster's proxy (docs/cluster.md): only a
--- proxy has txnq.cluster_shard_map_v1.
-SELECT to_regprocedure('txnq.cluster_shard_map_v1(integer,integer)') IS NOT NULL
-
--- name: spark_cluster_shard_map
--- On a proxy: the shard that owns each partition, and where it is.
-SELECT partition, shard, host, hostaddr, port, dbname
-  FROM txnq.cluster_shard_map_v1(%(topic_id)s, %(partitions)s)

@@ -48,6 +48,9 @@ class ClientBase:
     open transactions and start transactional sessions (txnq.database.plans)."""
 
     settings: Settings
+    #: Whether the DSN is a txnq cluster's proxy: looked up once, at the first
+    #: subscribe (txnq.database.shards), never on a client that only produces.
+    _cluster_proxy: bool | None = None
 
     def _init_transactions(self) -> None:
         # Coordinators are picked round-robin from a random start, so many
@@ -107,6 +110,13 @@ class ClientBase:
             assert row is not None
             self._txn_limits = (int(row[0]), float(row[1]))
         return self._txn_limits
+
+    def _cluster_proxy_plan(self) -> Plan[bool]:
+        """Whether this client's database is a cluster's proxy, read once (one
+        catalog lookup): its consumers then LISTEN on the shards."""
+        if self._cluster_proxy is None:
+            self._cluster_proxy = bool((yield Call("cluster_is_proxy", {}, "value")))
+        return self._cluster_proxy
 
     def _init_transactional_id_plan(self, transactional_id: str) -> Plan[int]:
         """Start a new session of a transactional id for one producer (Kafka's

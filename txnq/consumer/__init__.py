@@ -8,6 +8,7 @@ and what they guarantee).
     cursor_delivery     exclusive and failover (read from the cursor)
     claim_delivery      shared and key_shared (claims)
     acks              the ack tracker (acknowledged messages are never handed out again)
+    shard_listeners   through a cluster's proxy: LISTEN on the partitions' shards
     dead_letters      Backoff, DeadLetterPolicy, retry letters
     sync              txnq.Consumer (a fetch thread)
     aio               txnq.aio.Consumer (a fetch task)

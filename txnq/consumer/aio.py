@@ -19,6 +19,7 @@ from psycopg import sql
 from txnq import errors
 from txnq.consumer.dead_letters import ensure_topic
 from txnq.consumer.retry_letters import RetryLettersBase
+from txnq.consumer.shard_listeners import AsyncShardListeners
 from txnq.database.plans import AsyncIO, Plan, arun
 from txnq.durations import Duration
 from txnq.messages import Message, MessageId
@@ -68,6 +69,7 @@ class Consumer(RetryLettersBase):
     _ack_io: AsyncIO
     _fetch_conn: psycopg.AsyncConnection[Any]
     _fetch_io: AsyncIO
+    _shard_listeners: AsyncShardListeners
     _task: asyncio.Task[None]
     _background: set[asyncio.Task[Any]]
 
@@ -100,11 +102,18 @@ class Consumer(RetryLettersBase):
         self._ack_conn = None
         self._ack_io = AsyncIO(self._ack_connection, self._ack_reconnect)
         self._fetch_conn = await client._connection(f"txnq-consumer-{self.name}")
+        # Through a cluster's proxy, the shards' LISTEN connections (none on one server).
+        self._shard_listeners = AsyncShardListeners(self._channel, self.name, self._poll_interval)
         self._fetch_io = AsyncIO(
-            self._current_fetch_conn, self._reopen_fetch_conn, self._listen, self._cond.wait
+            self._current_fetch_conn,
+            self._reopen_fetch_conn,
+            self._listen,
+            self._cond.wait,
+            self._shard_listeners.listen_on,
         )
         try:
             await self._run_ack(self._subscribe_plan())
+            await self._run_ack(self._locate_shards_plan(client._cluster_proxy_plan(), client.dsn))
             await self._listen_on(self._fetch_conn)
             await arun(self._heartbeat_plan(), self._fetch_io)
         except BaseException:
@@ -259,6 +268,7 @@ class Consumer(RetryLettersBase):
         if self._ack_conn is not None:
             await self._ack_conn.close()
         await self._fetch_conn.close()
+        await self._shard_listeners.close()
         self._client._forget(self)
 
     async def __aenter__(self) -> Consumer:
@@ -335,5 +345,8 @@ class Consumer(RetryLettersBase):
         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
 
     async def _listen(self, timeout: float) -> None:
+        if self._shard_listeners.active:  # through a cluster's proxy
+            await self._shard_listeners.wait(self._fetch_conn, timeout)
+            return
         async for _ in self._fetch_conn.notifies(timeout=timeout, stop_after=1):
             pass

@@ -6,7 +6,9 @@ receive queue through the consumer's delivery (txnq.consumer.delivery).
 New data wakes a waiting consumer through LISTEN/NOTIFY -- one NOTIFY per
 wait, registered in ``txnq.consumer_waiters`` -- and a poll every
 ``poll_interval`` is the fallback (LISTEN does not pass PgBouncer's
-transaction pooling).
+transaction pooling). Through a cluster's proxy the appends notify on the
+shards, so the wait LISTENs on the shards that own the partitions too
+(:class:`~txnq.database.plans.ListenOn`, txnq.consumer.shard_listeners).
 """
 
 from __future__ import annotations
@@ -21,7 +23,17 @@ import psycopg
 
 from txnq import errors
 from txnq.consumer.message_queue import MessageQueue
-from txnq.database.plans import Call, Listen, Plan, Reconnect, Sleep, WaitRoom, retried_once
+from txnq.database.plans import (
+    Call,
+    Listen,
+    ListenOn,
+    Plan,
+    Reconnect,
+    Sleep,
+    WaitRoom,
+    retried_once,
+)
+from txnq.database.shards import partition_shards
 from txnq.failpoints import raise_if_armed
 
 if TYPE_CHECKING:
@@ -61,6 +73,11 @@ class ConsumerSession(abc.ABC):
     isolation: str
     subscription_id: int
     consumer_id: int
+    #: Through a cluster's proxy: each partition's shard and the shard's DSN
+    #: (the client's own, relocated), for the wake-ups; None on one server.
+    _shards: dict[int, tuple[int, str]] | None = None
+    _client_dsn: str = ""
+    _shard_map_failed = False  # logged once
 
     # -- the fetch loop -----------------------------------------------------
 
@@ -80,6 +97,40 @@ class ConsumerSession(abc.ABC):
             )
         )
         self.consumer_id = yield from self._register_plan()
+
+    def _locate_shards_plan(self, cluster_proxy: Plan[bool], dsn: str) -> Plan[None]:
+        """Through a cluster's proxy (``cluster_proxy``: the client's answer,
+        looked up once per client), where each partition's shard is: the wait
+        LISTENs there. Nothing on one server."""
+        if not (yield from cluster_proxy):
+            return
+        self._client_dsn = dsn
+        yield from self._shard_map_plan()
+
+    def _shard_map_plan(self) -> Plan[None]:
+        try:
+            rows = yield Call(
+                "cluster_partition_shards",
+                {"topic_id": self._topic_id, "partitions": self._topic.partitions},
+                "all",
+            )
+            self._shards = partition_shards(self._client_dsn, rows)
+        except psycopg.OperationalError:
+            raise  # a lost connection: the caller's to handle, as any call's
+        except (errors.TxnqError, psycopg.Error) as exc:
+            # The wake-ups are an optimisation: without the map the consumer
+            # polls the partitions it lacks, as before.
+            if self._shard_map_failed:
+                return
+            self._shard_map_failed = True
+            log.warning(
+                "consumer %r of topic %r could not look up the cluster's shard map (%s): "
+                "partitions it does not know the shard of are polled every %gs",
+                self.name,
+                self.topic,
+                exc,
+                self._poll_interval,
+            )
 
     def _register_plan(self) -> Plan[int]:
         consumer_id = yield from retried_once(
@@ -216,6 +267,8 @@ class ConsumerSession(abc.ABC):
         partitions = max([self._topic.partitions, *(row[0] + 1 for row in cursors)])
         if partitions > self._topic.partitions:
             self._topic = dataclasses.replace(self._topic, partitions=partitions)
+        if self._shards is not None and partitions > len(self._shards):
+            yield from self._shard_map_plan()
         self._delivery.assign(ids, cursors, partitions)
 
     def _forget_partition(self, partition: int) -> None:
@@ -240,6 +293,10 @@ class ConsumerSession(abc.ABC):
         if timeout is None:
             return
         if partitions:
+            if self._shards is not None:
+                # Through a proxy the appends notify on the partitions' shards:
+                # LISTEN there before registering (no lost wake-up).
+                yield ListenOn(dict(self._shards[p] for p in partitions if p in self._shards))
             yield Call(
                 "register_waiters",
                 {

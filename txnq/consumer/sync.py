@@ -17,6 +17,7 @@ from psycopg import sql
 from txnq import errors
 from txnq.consumer.dead_letters import Backoff, DeadLetterPolicy, LetterClient, ensure_topic
 from txnq.consumer.retry_letters import RetryLettersBase
+from txnq.consumer.shard_listeners import SyncShardListeners
 from txnq.database.connections import connect
 from txnq.database.plans import Plan, SyncIO, run
 from txnq.durations import Duration
@@ -43,6 +44,8 @@ class ConsumerClient(LetterClient, Protocol):
     dsn: str
 
     def checkout(self) -> Any: ...
+
+    def _cluster_proxy_plan(self) -> Plan[bool]: ...
 
     def _forget(self, child: Any) -> None: ...
 
@@ -121,12 +124,22 @@ class Consumer(RetryLettersBase):
         self._ack_proxy: Any = client.checkout()
         self._ack_io = SyncIO(self._ack_connection, self._ack_reconnect)
         self._fetch_conn = connect(client.dsn, application_name=f"txnq-consumer-{self.name}")
+        # Through a cluster's proxy, the shards' LISTEN connections (none on one server).
+        self._shard_listeners = SyncShardListeners(self._channel, self.name, self._poll_interval)
         self._fetch_io = SyncIO(
-            lambda: self._fetch_conn, self._reopen_fetch_conn, self._listen, self._wait_room
+            lambda: self._fetch_conn,
+            self._reopen_fetch_conn,
+            self._listen,
+            self._wait_room,
+            self._shard_listeners.listen_on,
         )
         try:
             with self._ack_lock:
                 run(self._subscribe_plan(), self._ack_io)
+                run(
+                    self._locate_shards_plan(client._cluster_proxy_plan(), client.dsn),
+                    self._ack_io,
+                )
             self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
             run(self._heartbeat_plan(), self._fetch_io)
         except BaseException:
@@ -287,6 +300,7 @@ class Consumer(RetryLettersBase):
         self._run_ack(self._leave_plan())
         self._ack_proxy.close()
         self._fetch_conn.close()
+        self._shard_listeners.close()
         self._client._forget(self)
 
     def __enter__(self) -> Consumer:
@@ -343,6 +357,9 @@ class Consumer(RetryLettersBase):
         self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
 
     def _listen(self, timeout: float) -> None:
+        if self._shard_listeners.active:  # through a cluster's proxy
+            self._shard_listeners.wait(self._fetch_conn, timeout)
+            return
         for _ in self._fetch_conn.notifies(timeout=timeout, stop_after=1):
             pass
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -96,6 +96,18 @@ class Listen:
 
 
 @dataclass(frozen=True)
+class ListenOn:
+    """From now on, let a :class:`Listen` also wait for NOTIFYs on these other
+    databases, by number (a cluster's shards, ``{shard: dsn}``: the partitions'
+    owners, where their appends notify), on connections of the face's own,
+    LISTENing before this step returns; those no longer named are closed. A
+    database that cannot be reached is left out (the poll covers it): this
+    step never fails."""
+
+    dsns: Mapping[int, str]
+
+
+@dataclass(frozen=True)
 class WaitRoom:
     """Wait up to ``timeout`` seconds for room in a consumer's receive queue
     (or for it to be closed); the face knows the queue."""
@@ -103,19 +115,20 @@ class WaitRoom:
     timeout: float
 
 
-Step = Call | Batch | Sleep | Reconnect | Listen | WaitRoom
+Step = Call | Batch | Sleep | Reconnect | Listen | ListenOn | WaitRoom
 Plan = Generator[Step, Any, T]
 
 
 @dataclass
 class SyncIO:
     """What :func:`run` needs of a sync face: the connection, and how to
-    replace it, wait for a NOTIFY and wait for room."""
+    replace it, wait for a NOTIFY, wait for room and listen on other databases."""
 
     connection: Callable[[], psycopg.Connection[Any]]
     reconnect: Callable[[], None] = field(default=lambda: None)
     listen: Callable[[float], None] | None = None
     wait_room: Callable[[float], None] | None = None
+    listen_on: Callable[[Mapping[int, str]], None] | None = None
 
 
 @dataclass
@@ -126,6 +139,7 @@ class AsyncIO:
     reconnect: Callable[[], Awaitable[None]]
     listen: Callable[[float], Awaitable[None]] | None = None
     wait_room: Callable[[float], Awaitable[None]] | None = None
+    listen_on: Callable[[Mapping[int, str]], Awaitable[None]] | None = None
 
 
 def _shape(rows: list[Any] | None, result: Result) -> Any:
@@ -232,6 +246,10 @@ def _step(step: Step, io: SyncIO) -> Any:
         if io.wait_room is not None:
             io.wait_room(step.timeout)
         return None
+    if isinstance(step, ListenOn):
+        if io.listen_on is not None:
+            io.listen_on(step.dsns)
+        return None
     raise TypeError(f"not a plan step: {step!r}")
 
 
@@ -322,6 +340,10 @@ async def _astep(step: Step, io: AsyncIO) -> Any:
     if isinstance(step, WaitRoom):
         if io.wait_room is not None:
             await io.wait_room(step.timeout)
+        return None
+    if isinstance(step, ListenOn):
+        if io.listen_on is not None:
+            await io.listen_on(step.dsns)
         return None
     raise TypeError(f"not a plan step: {step!r}")
 
