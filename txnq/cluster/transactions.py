@@ -20,13 +20,10 @@ from typing import Any
 import psycopg
 
 from txnq.database.queries import QUERIES
+from txnq.database.shards import is_proxy
 from txnq.transaction.base import TxnId
 
-
-def is_proxy(conn: psycopg.Connection[Any]) -> bool:
-    """Whether ``conn`` is connected to a cluster's proxy database."""
-    row = conn.execute(QUERIES["cluster_is_proxy"]).fetchone()
-    return bool(row and row[0])
+__all__ = ["is_proxy", "run_cluster_marker_phase"]
 
 
 def run_cluster_marker_phase(
