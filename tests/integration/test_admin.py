@@ -251,3 +251,30 @@ def test_the_client_works_on_after_its_idle_pooled_connections_were_cut(
     assert [t.name for t in client.admin.list_topics()] == ["orders"]
     with client.producer("orders") as producer:
         assert producer.send(b"after").offset == 1
+
+
+def test_a_call_whose_connection_is_ended_after_checkout_runs_once_more_on_a_new_one(
+    client: txnq.Client, dsn: str
+) -> None:
+    # The race the pool's check at checkout cannot see: the server ends the
+    # connection after it was handed out and before the statement runs. The
+    # server then answers with 57P01 instead of a result, for a statement it
+    # did not run, so the call is run once more on a new connection.
+    from txnq.database.plans import Call, run
+
+    client.admin.create_topic("orders")
+
+    def plan() -> Any:
+        return (yield Call("topic_by_name", {"name": "orders"}, "one"))
+
+    with client._io() as io:
+        conn = io.connection()
+        pid = conn.info.backend_pid
+        assert sql(dsn, "SELECT pg_terminate_backend(%s, 10000)", (pid,)) == [(True,)]
+        row = run(plan(), io)
+        assert row is not None and io.connection().info.backend_pid != pid
+    # The same for the client's own queries (admin reads).
+    with client.connection() as conn:
+        pid = conn.info.backend_pid
+    sql(dsn, "SELECT pg_terminate_backend(%s, 10000)", (pid,))
+    assert [t.name for t in client.admin.list_topics()] == ["orders"]

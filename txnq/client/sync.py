@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import psycopg
 import sqlalchemy.exc
@@ -20,13 +20,15 @@ from txnq.consumer.sync import Consumer
 from txnq.database.connections import create_engine_for, translated_errors
 from txnq.database.embedded import EmbeddedServer
 from txnq.database.migrate import check_schema, upgrade
-from txnq.database.plans import SyncIO, run
+from txnq.database.plans import SyncIO, ended_before_it_ran, run
 from txnq.durations import Duration
 from txnq.options import CONSUMER_OPTIONS, PRODUCER_OPTIONS, checked_options
 from txnq.producer.sync import Producer
 from txnq.settings import Settings, load_settings
 from txnq.transaction.attached_sync import AttachedTransaction, attach
 from txnq.transaction.sync import Transaction
+
+T = TypeVar("T")
 
 
 class Client(ClientBase):
@@ -97,14 +99,22 @@ class Client(ClientBase):
     def query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """Run the named query and return its rows as dicts."""
         text = named_query(name)
-        with self.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(text, params)
-            return cur.fetchall() if cur.description else []
+
+        def once() -> list[dict[str, Any]]:
+            with self.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(text, params)
+                return cur.fetchall() if cur.description else []
+
+        return _once_more_if_ended(once)
 
     def execute(self, name: str, params: dict[str, Any]) -> None:
         text = named_query(name)
-        with self.connection() as conn:
-            conn.execute(text, params)
+
+        def once() -> None:
+            with self.connection() as conn:
+                conn.execute(text, params)
+
+        _once_more_if_ended(once)
 
     # -- producers and consumers -------------------------------------------
 
@@ -236,3 +246,13 @@ class Client(ClientBase):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _once_more_if_ended(call: Callable[[], T]) -> T:
+    """``call()``, once more on a new pooled connection if the server ended
+    the first before the statement ran (txnq.database.plans.ended_before_it_ran:
+    such a statement had no effect)."""
+    try:
+        return call()
+    except ended_before_it_ran:
+        return call()

@@ -165,6 +165,19 @@ def _thrown(step: Step, exc: BaseException) -> BaseException:
     return exc
 
 
+#: A call whose connection the server ended with "terminating connection due
+#: to administrator command" (57P01: pg_terminate_backend, a restart, an
+#: idle-session timeout) is run once more on a new connection: the server
+#: sends that error instead of a result only for a statement it did not
+#: commit (a backend ends between statements; one ended during a statement
+#: rolls it back), so the call had no effect. The pool's check at checkout
+#: (connections._refuse_dead_connection) catches a connection ended while
+#: idle; this catches one ended just after it was checked out. Any other
+#: lost connection is the plan's (and the caller's) to handle: its call may
+#: have committed.
+ended_before_it_ran = psycopg.errors.AdminShutdown
+
+
 def run(plan: Plan[T], io: SyncIO) -> T:
     """Drive ``plan`` on a blocking connection; return what it returns."""
     outcome: Any = None
@@ -176,7 +189,13 @@ def run(plan: Plan[T], io: SyncIO) -> T:
             return stop.value  # type: ignore[no-any-return]
         failure = None
         try:
-            outcome = _step(step, io)
+            try:
+                outcome = _step(step, io)
+            except ended_before_it_ran:
+                if not isinstance(step, Call):
+                    raise
+                io.reconnect()  # see ended_before_it_ran
+                outcome = _step(step, io)
         except Exception as exc:
             failure = _thrown(step, exc)
             outcome = None
@@ -193,7 +212,13 @@ async def arun(plan: Plan[T], io: AsyncIO) -> T:
             return stop.value  # type: ignore[no-any-return]
         failure = None
         try:
-            outcome = await _astep(step, io)
+            try:
+                outcome = await _astep(step, io)
+            except ended_before_it_ran:
+                if not isinstance(step, Call):
+                    raise
+                await io.reconnect()  # see ended_before_it_ran
+                outcome = await _astep(step, io)
         except Exception as exc:
             failure = _thrown(step, exc)
             outcome = None
