@@ -53,13 +53,16 @@ SLICES = {
     "dead_letters": "dead letters and retry topics (reconsume_later), on shared subscriptions",
     "delayed": "delayed delivery (append_delayed_v2)",
     "txn_inspection": "transaction inspection over the whole cluster (txn_describe_v1, "
-    "txn_list_v1, transaction_status: read them on the transaction's home shard)",
+    "txn_list_v1, transaction_status, describe_transaction, abort_transaction: the home "
+    "shard's row, counts added up over the shards)",
     "atomic_acks": "a list of acks over partitions of several shards applied all or nothing "
     "(each shard commits its own; a transaction makes them atomic)",
 }
 #: The slices routed through the proxy: their tests run in the cluster pass.
 #: Add a slice's name here when it lands. "attach" stays out: refused for good.
-ROUTED_SLICES: frozenset[str] = frozenset({"transactions", "shared", "dead_letters", "delayed"})
+ROUTED_SLICES: frozenset[str] = frozenset(
+    {"transactions", "shared", "dead_letters", "delayed", "txn_inspection"}
+)
 
 MARK = "needs_cluster_slice"
 

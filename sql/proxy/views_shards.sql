@@ -1,9 +1,7 @@
 -- The rest of the inspection views over the whole cluster (docs/cluster.md,
 -- "Inspection views over the whole cluster"), after views.sql: every view of
--- a shard's schema txnq answers through the proxy with the same columns,
--- except txnq.transaction_status (transactions are not routed across shards
--- yet: where their rows live is that slice's decision), which keeps refusing
--- with TQ030.
+-- a shard's schema txnq answers through the proxy with the same columns
+-- (txnq.transaction_status: txn_inspection.sql, run after this file).
 --
 -- Two kinds:
 --

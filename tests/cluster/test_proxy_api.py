@@ -243,7 +243,6 @@ def test_what_the_proxy_does_not_route_fails_with_tq030_and_changes_nothing(
         assert _shard_counts(cluster) == before
     with cluster.proxy_conn() as conn:
         for statement in (
-            "SELECT * FROM txnq.transaction_status",  # the one view still refused
             "SELECT * FROM txnq.expire_ttl_v2(1)",
             "SELECT txnq.send_at_commit_v2('t', NULL)",
         ):

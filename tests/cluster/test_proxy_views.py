@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
-import pytest
 
 import txnq
 from tests.cluster.conftest import Cluster
@@ -116,14 +115,6 @@ def test_views_read_each_partition_from_its_owner_and_add_topic_counts_up(
     # Summed over the shards, each partition counted once.
     assert topic_row == [(4, 1, 10, 10, 10, 100, True)]
     assert subscription == [("reader", 4, 1, 7, 7, 70, True, 0)]  # the reader is live
-
-
-def test_views_the_proxy_does_not_answer_yet_still_refuse(cluster: Cluster) -> None:
-    # Transactions are not routed yet (test_proxy_views_shards.py: the others answer).
-    with cluster.proxy_conn() as conn:
-        with pytest.raises(psycopg.Error) as raised:
-            conn.execute("SELECT * FROM txnq.transaction_status")
-        assert raised.value.sqlstate == "TQ030"
 
 
 def test_init_again_keeps_the_routed_views_answering(cluster: Cluster) -> None:

@@ -76,8 +76,9 @@ def cluster_init(
         return
     console.print(
         f"Cluster of {len(report.shards)} shard(s) at revision [bold]{report.revision}[/bold]: "
-        f"{report.routed} functions routed, {report.refused} functions and "
-        f"{count_text(report.refused_views, 'view')} refused through the proxy (TQ030) for now"
+        f"{report.routed} functions routed, {report.refused} functions"
+        + (f" and {count_text(report.refused_views, 'view')}" if report.refused_views else "")
+        + " refused through the proxy (TQ030) for now"
     )
     if report.left_out:
         note("not on the proxy (their types are the shards' own): " + ", ".join(report.left_out))

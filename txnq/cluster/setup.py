@@ -32,11 +32,12 @@ PROXY_FILES = (
     "transactions.sql",
     "refused.sql",
 )
-#: Run after txnq_cluster.install_refusals: the views answered over the whole
-#: cluster replace their refusing copies.
-VIEWS_FILES = ("views.sql", "views_shards.sql")
-#: The views of schema txnq the proxy answers (views.sql, views_shards.sql);
-#: every other view (transaction_status) refuses.
+#: Run after txnq_cluster.install_refusals: the views (and the transaction
+#: inspection functions) answered over the whole cluster replace their
+#: refusing copies.
+VIEWS_FILES = ("views.sql", "views_shards.sql", "txn_inspection.sql")
+#: The views of schema txnq the proxy answers (views.sql, views_shards.sql,
+#: txn_inspection.sql): every view of a shard's schema txnq.
 ROUTED_VIEWS = (
     "partition_status",
     "ledger_status",
@@ -52,6 +53,7 @@ ROUTED_VIEWS = (
     "topic_history",
     "console_action_log",
     "topic_grants",
+    "transaction_status",
 )
 #: The most shards a cluster has (PL/Proxy takes more; the status and the
 #: per-shard loops of the proxy are sized for this).
