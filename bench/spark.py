@@ -1,7 +1,7 @@
 """Spark benchmark: reading a topic's committed range over JDBC next to a plain
 JDBC read of the same rows from a plain table, measured in one run.
 
-    python bench/spark.py [--dsn DSN] [--messages 200000] [--partitions 4]
+    python bench/spark.py [--dsn DSN] [--messages 1000000] [--partitions 4]
                           [--batch 100] [--properties 1] [--parallelism 4]
                           [--repeat 5] [--json]
 
@@ -134,7 +134,7 @@ def ratios(seconds: dict[str, list[float]], name: str, reference: str) -> tuple[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dsn", default=os.environ.get("TXNQ_DSN"))
-    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--properties", type=int, default=1, help="properties per message")
