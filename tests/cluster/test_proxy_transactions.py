@@ -103,6 +103,18 @@ def _work(setup: Setup, producer: Any, txn: Any) -> None:
         setup.consumer.acknowledge_cumulative(last, txn=txn)
 
 
+def _assert_committed_once(cluster: Cluster, setup: Setup) -> None:
+    """After a commit: a fresh consumer through the proxy reads the whole
+    output once (nothing more), and the input's backlog is gone."""
+    with (
+        txnq.Client(cluster.proxy) as fresh,
+        fresh.subscribe(setup.output, "after", initial_position="earliest") as watcher,
+    ):
+        assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
+        assert _drain(watcher) == []
+        assert setup.backlog(fresh) == 0
+
+
 def test_a_transaction_over_both_shards_commits_atomically(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:
@@ -202,13 +214,7 @@ def test_a_home_shard_that_crashed_after_the_decision_keeps_it(
         producer.close()
     # A new client: the old one's proxy session holds PL/Proxy connections to
     # the crashed server (a client through the proxy does not retry them yet).
-    with (
-        txnq.Client(cluster.proxy) as fresh,
-        fresh.subscribe(setup.output, "after", initial_position="earliest") as watcher,
-    ):
-        assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
-        assert _drain(watcher) == []
-        assert setup.backlog(fresh) == 0
+    _assert_committed_once(cluster, setup)
 
 
 def test_a_recovery_that_stopped_after_one_shard_is_finished_once(
@@ -353,12 +359,7 @@ def test_a_participant_shard_restarted_cleanly_keeps_the_transaction(
         assert _states(cluster, txn.txn_id) == ["COMMITTED", "COMMITTED"]
         setup.close()
         producer.close()
-    with (
-        txnq.Client(cluster.proxy) as fresh,
-        fresh.subscribe(setup.output, "after", initial_position="earliest") as watcher,
-    ):
-        assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
-        assert setup.backlog(fresh) == 0
+    _assert_committed_once(cluster, setup)
 
 
 def test_a_participant_down_at_commit_decides_nothing_and_the_commit_can_be_repeated(
@@ -388,12 +389,7 @@ def test_a_participant_down_at_commit_decides_nothing_and_the_commit_can_be_repe
         assert _states(cluster, txn.txn_id) == ["COMMITTED", "COMMITTED"]
         setup.close()
         producer.close()
-    with (
-        txnq.Client(cluster.proxy) as fresh,
-        fresh.subscribe(setup.output, "after", initial_position="earliest") as watcher,
-    ):
-        assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
-        assert setup.backlog(fresh) == 0
+    _assert_committed_once(cluster, setup)
 
 
 def test_a_participant_down_after_the_decision_gets_it_from_the_worker(
@@ -433,12 +429,7 @@ def test_a_participant_down_after_the_decision_gets_it_from_the_worker(
                 time.sleep(0.2)
         setup.close()
         producer.close()
-    with (
-        txnq.Client(cluster.proxy) as fresh,
-        fresh.subscribe(setup.output, "after", initial_position="earliest") as watcher,
-    ):
-        assert len(_receive(watcher, 4 * PER_PARTITION)) == 4 * PER_PARTITION
-        assert setup.backlog(fresh) == 0
+    _assert_committed_once(cluster, setup)
 
 
 def test_a_timed_out_transaction_aborts_on_every_shard(
