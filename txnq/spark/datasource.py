@@ -97,8 +97,8 @@ def _resolve_with_shards(
     """The range, and per partition the DSN of its shard through a cluster's
     proxy (empty on one server: every piece reads at the option's DSN)."""
     from txnq.client import Client
+    from txnq.database.shards import partition_dsns
     from txnq.spark.read import committed_range, partition_count
-    from txnq.spark.shards import partition_dsns
 
     with Client(options.get("dsn")) as client:
         committed = committed_range(_topic(options), start, end, client=client)

@@ -21,7 +21,7 @@ advisory lock on its name (:class:`IngestionBusyError` otherwise).
 Through a cluster's proxy the same steps run unchanged: the proxy keeps the
 position on every shard (each shard the offsets of the partitions it owns,
 ``sql/proxy/spark.sql``) and settles a run that died between two shards, and
-the range is read on the shards directly (``txnq.spark.shards``).
+the range is read on the shards directly (``txnq.database.shards``).
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from txnq.client import Client
 from txnq.database.queries import QUERIES
+from txnq.database.shards import partition_dsns
 from txnq.errors import IngestionBusyError, InvalidArgumentError
 from txnq.failpoints import failpoint
 from txnq.names import validate_name
 from txnq.spark.ranges import CommittedRange, resolve
 from txnq.spark.read import partition_count, read_range
-from txnq.spark.shards import partition_dsns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

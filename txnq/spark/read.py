@@ -10,7 +10,7 @@ never change, while producers and transactions keep appending above it.
 
 Through a cluster's proxy (docs/cluster.md) the range is fixed the same way
 (each partition's bounds from its owner), and each piece is read on the shard
-that owns its partition (``txnq.spark.shards``): one JDBC relation per shard,
+that owns its partition (``txnq.database.shards``): one JDBC relation per shard,
 unioned, so the tasks read the shards directly and in parallel.
 """
 
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from txnq import errors
 from txnq.client import Client
+from txnq.database.shards import partition_dsns as lookup_partition_dsns
 from txnq.spark.environment import jdbc_target, require_jdbc_driver
 from txnq.spark.ranges import Bound, CommittedRange, check_bound, resolve, split
-from txnq.spark.shards import partition_dsns as lookup_partition_dsns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -189,7 +189,7 @@ def read_range(
     """A DataFrame of a range resolved before (ingestions reread a planned one).
 
     ``partition_dsns``: per partition the DSN of the shard that owns it, when
-    ``dsn`` is a cluster's proxy (:func:`txnq.spark.shards.partition_dsns`;
+    ``dsn`` is a cluster's proxy (:func:`txnq.database.shards.partition_dsns`;
     empty: everything is at ``dsn``); None looks it up at ``dsn``."""
     if parallelism is not None and (
         isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1

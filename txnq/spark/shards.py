@@ -19,24 +19,17 @@ from typing import Any
 
 import psycopg
 
-# The lookup is the cluster's, shared with the consumers' wake-ups: one copy,
-# in txnq.database.shards (re-exported for the Spark modules and tests).
-from txnq.database.shards import LOCATION_WORDS, is_proxy, partition_dsns, shard_dsn
+# The lookup itself (partition_dsns, is_proxy) is the cluster's, shared with
+# the consumers' wake-ups: txnq.database.shards.
+from txnq.database.shards import is_proxy
 from txnq.errors import NotSupportedThroughProxyError
-
-__all__ = [
-    "LOCATION_WORDS",
-    "is_proxy",
-    "partition_dsns",
-    "refuse_writes_through_proxy",
-    "shard_dsn",
-]
 
 
 def refuse_writes_through_proxy(conn: psycopg.Connection[Any]) -> None:
     """Raise NotSupportedThroughProxyError when ``conn`` is a proxy's: a Spark
-    write is one txnq transaction over every task, and transactions are not
-    routed through a proxy yet (docs/cluster.md, "Not there yet")."""
+    write is one txnq transaction over every task under the sink's own
+    two-phase protocol, which is not routed through a proxy yet
+    (docs/cluster.md, "Not there yet")."""
     if is_proxy(conn):
         raise NotSupportedThroughProxyError(
             "writing a DataFrame to txnq (df.write.format('txnq'), write_dataframe, "
