@@ -168,12 +168,26 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_home integer;
 BEGIN
-    SELECT o.tc_id, o.txn_seq, o.timeout_at INTO tc_id, txn_seq, timeout_at
-      FROM txnq_cluster.open_txn_on_home(p_tc_id, p_timeout_seconds, p_unflushed) o;
     v_home := txnq_cluster.home_shard(p_tc_id);
-    FOR v_shard IN 0 .. txnq_cluster.shard_count() - 1 LOOP
-        CONTINUE WHEN v_shard = v_home;
-        PERFORM txnq_cluster.txn_mirror_on(v_shard, tc_id, txn_seq, p_timeout_seconds, timeout_at);
+    FOR v_attempt IN 1 .. 3 LOOP
+        SELECT o.tc_id, o.txn_seq, o.timeout_at INTO tc_id, txn_seq, timeout_at
+          FROM txnq_cluster.open_txn_on_home(p_tc_id, p_timeout_seconds, p_unflushed) o;
+        BEGIN
+            FOR v_shard IN 0 .. txnq_cluster.shard_count() - 1 LOOP
+                CONTINUE WHEN v_shard = v_home;
+                PERFORM txnq_cluster.txn_mirror_on(v_shard, tc_id, txn_seq, p_timeout_seconds, timeout_at);
+            END LOOP;
+            RETURN;
+        EXCEPTION WHEN SQLSTATE 'TQ031' THEN
+            -- The id is taken on a shard by a transaction opened there
+            -- directly (cluster_txn_mirror_v1): abort this one on its home
+            -- shard (its mirrors time out and the worker aborts them) and
+            -- open under the next id.
+            IF v_attempt = 3 THEN
+                RAISE;
+            END IF;
+            PERFORM 1 FROM txnq_cluster.end_txn_on_home(tc_id, txn_seq, false, 'admin', true, NULL);
+        END;
     END LOOP;
 EXCEPTION WHEN internal_error THEN
     DECLARE

@@ -58,6 +58,14 @@ BEGIN
     IF FOUND THEN
         INSERT INTO txnq.txn_log (tc_id, txn_seq, state, detail)
         VALUES (p_tc_id, p_txn_seq, 'OPEN', 'cluster participant (mirror of the home shard''s transaction)');
+    ELSIF NOT EXISTS (SELECT 1 FROM txnq.transactions t
+                       WHERE t.tc_id = p_tc_id AND t.txn_seq = p_txn_seq AND t.timeout_at = p_timeout_at) THEN
+        -- Another transaction holds the id here (opened on this shard
+        -- directly, numbered by this shard): never adopt it.
+        RAISE EXCEPTION USING ERRCODE = 'TQ031',
+            MESSAGE = format('transaction id %s:%s is taken on this shard by a transaction opened here directly',
+                             p_tc_id, p_txn_seq),
+            HINT = 'the proxy opens the transaction under the next id; open a cluster''s transactions through the proxy';
     END IF;
 END;
 $$;
