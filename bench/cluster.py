@@ -11,15 +11,20 @@ for every shard count N, the same work two ways, on the same N servers:
   the topic's share of each server is its own topic there, with the
   partitions the cluster would put on that server;
 - proxy: a 4-partition topic created through the proxy of an N-shard cluster
-  whose shards are other databases of the same N servers.
+  whose shards are other databases of the same N servers, the clients' DSN
+  at the proxy, in two routes: "proxy" is the client as it comes
+  (CLUSTER_ROUTE=direct: the hot path, plain appends, fetches and acks, on
+  the owning shard after a lookup at the proxy, as Pulsar and Kafka clients
+  do; txnq.database.routes), "hop" is every call through the proxy's
+  PL/Proxy functions (CLUSTER_ROUTE=proxy: the cost of the hop itself).
 
 Each side runs N client processes together, one per server: on the direct
 side client i talks to server i; through the proxy client i produces to the
 partitions the proxy places on shard i and consumes the partitions a
 failover subscription assigns it (one shard's partitions each). A figure is
 the sum: all messages / (last client's end - first client's start).
-Everything runs --rounds times (direct first, then the proxy first, in
-turn); rates are medians, ratios the median of the rounds' ratios.
+Everything runs --rounds times (the sides' order rotating each round);
+rates are medians, ratios the median of the rounds' ratios.
 Measured, 100-byte messages:
 
 - raw batched INSERT (1000 rows per autocommit statement) of the same rows
@@ -29,10 +34,11 @@ Measured, 100-byte messages:
 - consume + ack (failover subscription, batches of 1000, cumulative ack per
   partition per batch).
 
-Each txnq figure through the proxy is also a ratio to the direct figure on
-the same N servers (the proxy's cost per call; target >= 0.8x for batched
-produce and consume + ack). The shards of this machine share its cores, so
-the total does not grow with N here: "per server" is the total / N, and the
+Each txnq figure through the proxy (both routes) is also a ratio to the
+direct figure on the same N servers (the proxy's cost per call; target >=
+0.8x for batched produce and consume + ack, for the client as it comes).
+The shards of this machine share its cores, so the total does not grow
+with N here: "per server" is the total / N, and the
 one-server-per-shard projection is N x the 1-server direct figure (the
 smallest shard count's, per server) x the proxy ratio measured at N (each
 shard as fast as one server alone, the proxy costing per call what it cost
@@ -104,6 +110,8 @@ class WorkerSpec:
     messages: int
     single: int
     raw: bool
+    #: The client's CLUSTER_ROUTE through a proxy (None: a plain database).
+    route: str | None = None
 
 
 @dataclass
@@ -162,7 +170,8 @@ def worker(spec: WorkerSpec, barrier: Any, out: Any) -> None:
                         rows = [data[i % len(data)] for i in range(seq, end)]
                         params = {"partition": parts[(seq // CHUNK) % len(parts)]}
                         conn.execute(RAW_INSERT_BATCH, {**params, "first": seq, "payloads": rows})
-        client = txnq.Client(spec.dsn)
+        routing = {} if spec.route is None else {"cluster_route": spec.route}
+        client = txnq.Client(spec.dsn, **routing)
         with client:
             options = {"batching_max_messages": CHUNK, "batching_max_delay": "10ms"}
             with (
@@ -305,8 +314,11 @@ def direct_specs(servers: ThrowawayServers, n: int, messages: int, single: int) 
     return specs
 
 
-def proxy_specs(servers: ThrowawayServers, n: int, messages: int, single: int) -> list[WorkerSpec]:
-    """One 4-partition topic through the proxy; client i writes shard i's partitions."""
+def proxy_specs(
+    servers: ThrowawayServers, n: int, messages: int, single: int, route: str = "direct"
+) -> list[WorkerSpec]:
+    """One 4-partition topic through the proxy; client i writes shard i's
+    partitions; ``route`` the clients' CLUSTER_ROUTE."""
     assert servers.proxy is not None
     dsn = db_dsn(servers.proxy.port, CLUSTER_DB.format(n=n))
     topic = f"bench-{uuid.uuid4().hex[:8]}"
@@ -329,9 +341,19 @@ def proxy_specs(servers: ThrowawayServers, n: int, messages: int, single: int) -
             messages,
             single,
             False,
+            route,
         )
         for index in range(n)
     ]
+
+
+def hop_specs(servers: ThrowawayServers, n: int, messages: int, single: int) -> list[WorkerSpec]:
+    """As :func:`proxy_specs`, every call through the proxy's PL/Proxy functions."""
+    return proxy_specs(servers, n, messages, single, route="proxy")
+
+
+#: The sides of a shard count, in the first round's order (then rotated).
+SIDES = {"direct": direct_specs, "proxy": proxy_specs, "hop": hop_specs}
 
 
 def load() -> str:
@@ -340,8 +362,8 @@ def load() -> str:
 
 
 def measure(counts: list[int], messages: int, single: int, rounds: int) -> Report:
-    """Start the servers, run every shard count on both sides ``rounds`` times
-    (direct first in even rounds, the proxy first in odd ones), stop them.
+    """Start the servers, run every shard count on every side ``rounds`` times
+    (the sides' order rotated each round), stop them.
     Rates are medians over the rounds, ratios the median of each round's ratio."""
     with ThrowawayServers(max(counts)) as servers:
         prepare_shard_servers(servers, counts)
@@ -352,10 +374,10 @@ def measure(counts: list[int], messages: int, single: int, rounds: int) -> Repor
         for round_number in range(rounds):
             for n in counts:
                 per_client, per_single = messages // n, single // n
-                sides = ["direct", "proxy"] if round_number % 2 == 0 else ["proxy", "direct"]
-                for side in sides:
-                    make = direct_specs if side == "direct" else proxy_specs
-                    specs = make(servers, n, per_client, per_single)
+                names = list(SIDES)
+                shift = round_number % len(names)
+                for side in names[shift:] + names[:shift]:
+                    specs = SIDES[side](servers, n, per_client, per_single)
                     rates.setdefault((n, side), []).append(run_side(specs))
         report.load_after = load()
     base = {
@@ -363,27 +385,29 @@ def measure(counts: list[int], messages: int, single: int, rounds: int) -> Repor
     }
     base = {phase: rate / counts[0] for phase, rate in base.items()}  # one server's share
     for n in counts:
-        direct, proxy = rates[(n, "direct")], rates[(n, "proxy")]
+        direct = rates[(n, "direct")]
         for phase in PHASES:
             rate = statistics.median(r[phase] for r in direct)
             side = "limit" if phase == "raw" else "direct"
             report.figures.append(Figure(phase, n, side, rate, per_server=rate / n))
         for phase in PHASES[1:]:
-            rate = statistics.median(r[phase] for r in proxy)
-            pairs = zip(proxy, direct, strict=True)
-            ratio = statistics.median(p[phase] / d[phase] for p, d in pairs)
-            report.figures.append(
-                Figure(
-                    phase,
-                    n,
-                    "proxy",
-                    rate,
-                    ratio=ratio,
-                    target=TARGETS.get(phase),
-                    per_server=rate / n,
-                    projected=n * base[phase] * ratio,
+            for side in ("proxy", "hop"):
+                proxy = rates[(n, side)]
+                rate = statistics.median(r[phase] for r in proxy)
+                pairs = zip(proxy, direct, strict=True)
+                ratio = statistics.median(p[phase] / d[phase] for p, d in pairs)
+                report.figures.append(
+                    Figure(
+                        phase,
+                        n,
+                        side,
+                        rate,
+                        ratio=ratio,
+                        target=TARGETS.get(phase) if side == "proxy" else None,
+                        per_server=rate / n,
+                        projected=n * base[phase] * ratio,
+                    )
                 )
-            )
     return report
 
 
@@ -430,12 +454,15 @@ def print_table(report: Report) -> None:
 
 
 def summary(report: Report) -> dict[str, Any]:
-    ratios: dict[str, list[float]] = {}
+    ratios: dict[str, dict[str, list[float]]] = {}
     for figure in report.figures:
         if figure.ratio is not None:
-            ratios.setdefault(figure.phase, []).append(figure.ratio)
+            ratios.setdefault(figure.side, {}).setdefault(figure.phase, []).append(figure.ratio)
     data = asdict(report)
-    data["median_ratio"] = {phase: statistics.median(r) for phase, r in ratios.items()}
+    data["median_ratio"] = {
+        side: {phase: statistics.median(r) for phase, r in phases.items()}
+        for side, phases in ratios.items()
+    }
     data["targets_met"] = all(
         f.ratio >= f.target for f in report.figures if f.target is not None and f.ratio is not None
     )

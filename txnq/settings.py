@@ -122,6 +122,12 @@ class Settings:
     # fetches (spark.jars.packages) when there is no jar.
     spark_jdbc_jar: str | None = None
     spark_jdbc_package: str = "org.postgresql:postgresql:42.7.4"
+    # A cluster (docs/cluster.md): with the DSN at its proxy, a client runs
+    # its hot path (non-transactional appends, fetches and acks) on the shard
+    # that owns the partition, as Pulsar and Kafka clients do after a lookup
+    # ("direct"; txnq.database.routes), or every call through the proxy
+    # ("proxy": for shards the clients cannot reach).
+    cluster_route: str = "direct"
 
     def __post_init__(self) -> None:
         if not 0 <= self.gc_minor_threshold < self.gc_major_threshold <= 1:
@@ -199,6 +205,10 @@ class Settings:
             raise ConfigurationError(
                 "TXN_LOG_PARTITION_SECONDS must be from 1 second to 31 days, "
                 f"not {self.txn_log_partition_seconds:g}"
+            )
+        if self.cluster_route not in ("direct", "proxy"):
+            raise ConfigurationError(
+                f"CLUSTER_ROUTE must be direct or proxy, not {self.cluster_route!r}"
             )
         if self.log_format not in ("auto", "json", "text"):
             raise ConfigurationError(

@@ -104,3 +104,15 @@ SELECT txnq_cluster.complete_txn_on_home(%(txn_tc)s, %(txn_seq)s)
 -- (host, hostaddr, port, dbname; never credentials). txnq.database.shards.
 SELECT partition, shard, host, hostaddr, port, dbname
   FROM txnq.cluster_shard_map_v1(%(topic_id)s, %(partitions)s)
+
+-- name: cluster_direct_route_usable
+-- On a shard, by a client about to take the direct route there
+-- (txnq.database.routes): whether this database holds txnq's tables (not a
+-- proxy) and the connected role may run the hot path's functions there. Else
+-- the client's calls for the shard go through the proxy.
+SELECT coalesce(bool_and(pg_catalog.has_function_privilege(p.oid, 'EXECUTE')), false)
+       AND pg_catalog.count(*) = 3
+       AND pg_catalog.to_regclass('txnq.transactions') IS NOT NULL AS usable
+  FROM pg_catalog.pg_proc p
+ WHERE p.pronamespace = pg_catalog.to_regnamespace('txnq')
+   AND p.proname IN ('append_v5', 'fetch_v4', 'ack_v3')

@@ -1,7 +1,7 @@
 """bench/cluster.py runs end to end with tiny counts on two shards, so it cannot rot.
 
 It starts servers of its own (not the session's cluster), and asserts what the
-run produced (every measurement on both sides, a ratio for each proxy
+run produced (every measurement on every side, a ratio for each proxy
 figure), never how fast anything was.
 """
 
@@ -28,13 +28,19 @@ def test_smoke_run_measures_direct_and_proxy(capsys: pytest.CaptureFixture[str])
     assert report["single"] == 8
     seen = {(f["phase"], f["side"]) for f in report["figures"]}
     txnq_phases = ("batched", "single", "consume")
-    expected = {(phase, side) for phase in txnq_phases for side in ("direct", "proxy")}
+    sides = ("direct", "proxy", "hop")  # hop: every call through PL/Proxy
+    expected = {(phase, side) for phase in txnq_phases for side in sides}
     assert seen == {("raw", "limit"), *expected}
     for figure in report["figures"]:
         assert figure["shards"] == 2
         assert figure["msgs_per_s"] > 0
-        assert (figure["ratio"] is not None) == (figure["side"] == "proxy")
-    assert set(report["median_ratio"]) == set(txnq_phases)
+        assert (figure["ratio"] is not None) == (figure["side"] in ("proxy", "hop"))
+        assert (figure["target"] is not None) == (
+            figure["side"] == "proxy" and figure["phase"] != "single"
+        )
+    assert set(report["median_ratio"]) == {"proxy", "hop"}
+    for ratios in report["median_ratio"].values():
+        assert set(ratios) == set(txnq_phases)
 
 
 def test_smoke_run_times_each_call_three_ways(capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,6 +21,7 @@ from txnq.consumer.dead_letters import ensure_topic
 from txnq.consumer.retry_letters import RetryLettersBase
 from txnq.consumer.shard_listeners import AsyncShardListeners
 from txnq.database.plans import AsyncIO, Plan, arun
+from txnq.database.routes import AsyncRoutes
 from txnq.durations import Duration
 from txnq.messages import Message, MessageId
 from txnq.options import CONSUMER_OPTIONS, checked_options
@@ -66,6 +67,8 @@ class Consumer(RetryLettersBase):
     _cond: _Signal
     _ack_lock: asyncio.Lock
     _ack_conn: psycopg.AsyncConnection[Any] | None
+    _ack_routes: AsyncRoutes
+    _fetch_routes: AsyncRoutes
     _ack_io: AsyncIO
     _fetch_conn: psycopg.AsyncConnection[Any]
     _fetch_io: AsyncIO
@@ -100,7 +103,17 @@ class Consumer(RetryLettersBase):
         self._background = set()
         self._ack_lock = asyncio.Lock()
         self._ack_conn = None
-        self._ack_io = AsyncIO(self._ack_connection, self._ack_reconnect)
+        # Through a cluster's proxy, the direct connections to the shards of
+        # the acks and of the fetches (txnq.database.routes).
+        self._ack_routes = AsyncRoutes(
+            self._direct_owner(client.settings), f"txnq-consumer-{self.name}"
+        )
+        self._fetch_routes = AsyncRoutes(
+            self._direct_owner(client.settings), f"txnq-consumer-{self.name}"
+        )
+        self._ack_io = AsyncIO(
+            self._ack_connection, self._ack_reconnect, routed=self._ack_routes.connection
+        )
         self._fetch_conn = await client._connection(f"txnq-consumer-{self.name}")
         # Through a cluster's proxy, the shards' LISTEN connections (none on one server).
         self._shard_listeners = AsyncShardListeners(self._channel, self.name, self._poll_interval)
@@ -110,6 +123,7 @@ class Consumer(RetryLettersBase):
             self._listen,
             self._cond.wait,
             self._shard_listeners.listen_on,
+            routed=self._fetch_routes.connection,
         )
         try:
             await self._run_ack(self._subscribe_plan())
@@ -120,6 +134,8 @@ class Consumer(RetryLettersBase):
             await self._fetch_conn.close()
             if self._ack_conn is not None:
                 await self._ack_conn.close()
+            await self._ack_routes.close()
+            await self._fetch_routes.close()
             raise
         self._task = asyncio.get_running_loop().create_task(arun(self._run_plan(), self._fetch_io))
         self._task.add_done_callback(self._fetch_task_done)
@@ -267,7 +283,9 @@ class Consumer(RetryLettersBase):
         await self._run_ack(self._leave_plan())
         if self._ack_conn is not None:
             await self._ack_conn.close()
+        await self._ack_routes.close()
         await self._fetch_conn.close()
+        await self._fetch_routes.close()
         await self._shard_listeners.close()
         self._client._forget(self)
 
@@ -290,6 +308,7 @@ class Consumer(RetryLettersBase):
         return self._ack_conn
 
     async def _ack_reconnect(self) -> None:
+        await self._ack_routes.reset()
         conn, self._ack_conn = self._ack_conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
@@ -336,6 +355,7 @@ class Consumer(RetryLettersBase):
         return self._fetch_conn
 
     async def _reopen_fetch_conn(self) -> None:
+        await self._fetch_routes.reset()
         with contextlib.suppress(Exception):
             await self._fetch_conn.close()
         self._fetch_conn = await self._client._connection(f"txnq-consumer-{self.name}")

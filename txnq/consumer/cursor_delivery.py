@@ -141,6 +141,7 @@ class CursorDelivery(Delivery):
                     "all",
                     binary=True,
                     messages=True,
+                    shard_key=(consumer._topic_id, partition),
                 )
                 for partition, after, _ in plan
             ],
@@ -349,14 +350,25 @@ class CursorDelivery(Delivery):
         effect (outside a transaction) so they are not handed out again."""
         if not calls:
             return  # an empty list acknowledges nothing
-        query = self.ack_query("ack", calls[0]["txn_tc"] is not None)
+        in_txn = calls[0]["txn_tc"] is not None
+        query = self.ack_query("ack", in_txn)
+        # Outside a transaction, through a cluster's proxy, on the partition's
+        # shard directly (txnq.database.routes); a transaction's acks go
+        # through the proxy, which mirrors the transaction onto the shard.
+        keys = [None if in_txn else (call["topic_id"], call["partition"]) for call in calls]
         if query == "ack_lazy":
             # Positional, so a sync connection runs it as a prepared statement
             # (txnq.database.prepared: psycopg's cursor cost about 45 us of
             # client CPU per acknowledgement more; docs/benchmarks.md).
-            steps = [Call("ack_lazy_positional", _positional(call), "value") for call in calls]
+            steps = [
+                Call("ack_lazy_positional", _positional(call), "value", shard_key=key)
+                for call, key in zip(calls, keys, strict=True)
+            ]
         else:
-            steps = [Call(query, call, "value") for call in calls]
+            steps = [
+                Call(query, call, "value", shard_key=key)
+                for call, key in zip(calls, keys, strict=True)
+            ]
         if expected_generation is not None:
             steps.append(Call("cursor_generation", calls[0], "value"))
             check = self._generation_check(calls[0], expected_generation)

@@ -33,6 +33,7 @@ from txnq.database.plans import (
     WaitRoom,
     retried_once,
 )
+from txnq.database.routes import Owner, topic_owner
 from txnq.database.shards import partition_shards
 from txnq.failpoints import raise_if_armed
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from txnq.admin import TopicInfo
     from txnq.consumer.acks import AckTracker
     from txnq.consumer.delivery import Delivery
+    from txnq.settings import Settings
 
 log = logging.getLogger("txnq.consumer")
 
@@ -78,6 +80,12 @@ class ConsumerSession(abc.ABC):
     _shards: dict[int, tuple[int, str]] | None = None
     _client_dsn: str = ""
     _shard_map_failed = False  # logged once
+
+    def _direct_owner(self, settings: Settings) -> Owner:
+        """Where the fetches and acks of a partition go directly (txnq.database.routes):
+        its shard, through a cluster's proxy with CLUSTER_ROUTE direct; else nowhere."""
+        direct = settings.cluster_route == "direct"
+        return topic_owner(self._topic_id, lambda: self._shards if direct else None)
 
     # -- the fetch loop -----------------------------------------------------
 

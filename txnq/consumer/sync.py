@@ -20,6 +20,7 @@ from txnq.consumer.retry_letters import RetryLettersBase
 from txnq.consumer.shard_listeners import SyncShardListeners
 from txnq.database.connections import connect
 from txnq.database.plans import Plan, SyncIO, run
+from txnq.database.routes import SyncRoutes
 from txnq.durations import Duration
 from txnq.messages import Message, MessageId
 from txnq.transaction.attached_sync import process
@@ -122,7 +123,17 @@ class Consumer(RetryLettersBase):
 
         self._ack_lock = threading.Lock()
         self._ack_proxy: Any = client.checkout()
-        self._ack_io = SyncIO(self._ack_connection, self._ack_reconnect)
+        # Through a cluster's proxy, the direct connections to the shards of
+        # the acks and of the fetches (txnq.database.routes).
+        self._ack_routes = SyncRoutes(
+            self._direct_owner(client.settings), f"txnq-consumer-{self.name}"
+        )
+        self._fetch_routes = SyncRoutes(
+            self._direct_owner(client.settings), f"txnq-consumer-{self.name}"
+        )
+        self._ack_io = SyncIO(
+            self._ack_connection, self._ack_reconnect, routed=self._ack_routes.connection
+        )
         self._fetch_conn = connect(client.dsn, application_name=f"txnq-consumer-{self.name}")
         # Through a cluster's proxy, the shards' LISTEN connections (none on one server).
         self._shard_listeners = SyncShardListeners(self._channel, self.name, self._poll_interval)
@@ -132,6 +143,7 @@ class Consumer(RetryLettersBase):
             self._listen,
             self._wait_room,
             self._shard_listeners.listen_on,
+            routed=self._fetch_routes.connection,
         )
         try:
             with self._ack_lock:
@@ -145,6 +157,8 @@ class Consumer(RetryLettersBase):
         except BaseException:
             self._fetch_conn.close()
             self._ack_proxy.close()
+            self._ack_routes.close()
+            self._fetch_routes.close()
             raise
         self._thread = threading.Thread(
             target=self._fetch_thread,
@@ -299,7 +313,9 @@ class Consumer(RetryLettersBase):
             producer.close()
         self._run_ack(self._leave_plan())
         self._ack_proxy.close()
+        self._ack_routes.close()
         self._fetch_conn.close()
+        self._fetch_routes.close()
         self._shard_listeners.close()
         self._client._forget(self)
 
@@ -341,6 +357,7 @@ class Consumer(RetryLettersBase):
         self._run_ack(self._delivery.give_back_plan(refused))
 
     def _ack_reconnect(self) -> None:
+        self._ack_routes.reset()
         self._ack_proxy.invalidate()
         self._ack_connection()
 
@@ -352,6 +369,7 @@ class Consumer(RetryLettersBase):
             pass  # the fetch thread polls anyway
 
     def _reopen_fetch_conn(self) -> None:
+        self._fetch_routes.reset()
         self._fetch_conn.close()
         self._fetch_conn = connect(self._client.dsn, application_name=f"txnq-consumer-{self.name}")
         self._fetch_conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))

@@ -53,6 +53,9 @@ class Call:
     loaded again with :class:`txnq.messages.Undecodable` in its place
     (:func:`txnq.messages.lenient_rows`, a ``LenientRows`` list) instead of
     failing the call: the plan decides message by message.
+    ``shard_key``: (topic id, partition) of a call a cluster's proxy forwards
+    unchanged to the shard owning that partition; a face with direct routes
+    (txnq.database.routes) runs it on that shard's connection instead.
     """
 
     name: str
@@ -61,6 +64,7 @@ class Call:
     binary: bool = False
     raw: bool = False
     messages: bool = False
+    shard_key: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ class SyncIO:
     listen: Callable[[float], None] | None = None
     wait_room: Callable[[float], None] | None = None
     listen_on: Callable[[Mapping[int, str]], None] | None = None
+    #: A keyed call's direct connection to its shard, or None (the face's own).
+    routed: Callable[[tuple[int, int]], psycopg.Connection[Any] | None] | None = None
 
 
 @dataclass
@@ -140,6 +146,9 @@ class AsyncIO:
     listen: Callable[[float], Awaitable[None]] | None = None
     wait_room: Callable[[float], Awaitable[None]] | None = None
     listen_on: Callable[[Mapping[int, str]], Awaitable[None]] | None = None
+    routed: Callable[[tuple[int, int]], Awaitable[psycopg.AsyncConnection[Any] | None]] | None = (
+        None
+    )
 
 
 def _shape(rows: list[Any] | None, result: Result) -> Any:
@@ -224,11 +233,31 @@ async def arun(plan: Plan[T], io: AsyncIO) -> T:
             outcome = None
 
 
+def _connection_for(io: SyncIO, call: Call) -> psycopg.Connection[Any]:
+    """The connection ``call`` runs on: its shard's direct one when the face
+    has direct routes and the call a key (txnq.database.routes), else the face's."""
+    if call.shard_key is not None and io.routed is not None:
+        conn = io.routed(call.shard_key)
+        if conn is not None:
+            return conn
+    return io.connection()
+
+
 def _step(step: Step, io: SyncIO) -> Any:
     if isinstance(step, Call):
-        return _call(io.connection(), step)
+        return _call(_connection_for(io, step), step)
     if isinstance(step, Batch):
-        conn = io.connection()
+        conns = [_connection_for(io, call) for call in step.calls] if io.routed else []
+        if len({id(c) for c in conns}) > 1:
+            if step.atomic:
+                # All or nothing needs one connection: through the proxy,
+                # where the calls reach several shards as they always did.
+                conns = []
+            elif step.pipeline:
+                return _split_pipeline(step.calls, conns)
+            else:
+                return [_call(conn, call) for conn, call in zip(conns, step.calls, strict=True)]
+        conn = conns[0] if conns else io.connection()
         if step.atomic:
             # Pipelined: BEGIN and the calls go in one round trip, COMMIT (or
             # the ROLLBACK of a failed check) in a second, instead of one
@@ -244,18 +273,7 @@ def _step(step: Step, io: SyncIO) -> Any:
                     step.check(results)
             return results
         if step.pipeline:
-            cursors = []
-            with conn.pipeline():
-                for call in step.calls:
-                    cur = conn.cursor(binary=call.binary)
-                    if call.messages:
-                        use_message_loaders(cur)
-                    cur.execute(QUERIES[call.name], call.params)
-                    cursors.append((cur, call))
-            return [
-                _shape(_rows(cur, c) if _returns_rows(cur) else None, c.result)
-                for cur, c in cursors
-            ]
+            return _pipeline(conn, step.calls)
         return [_call(conn, call) for call in step.calls]
     if isinstance(step, Sleep):
         time.sleep(max(0.0, step.seconds))
@@ -276,6 +294,34 @@ def _step(step: Step, io: SyncIO) -> Any:
             io.listen_on(step.dsns)
         return None
     raise TypeError(f"not a plan step: {step!r}")
+
+
+def _pipeline(conn: psycopg.Connection[Any], calls: Sequence[Call]) -> list[Any]:
+    """``calls`` pipelined on ``conn`` (one round trip); their results."""
+    cursors = []
+    with conn.pipeline():
+        for call in calls:
+            cur = conn.cursor(binary=call.binary)
+            if call.messages:
+                use_message_loaders(cur)
+            cur.execute(QUERIES[call.name], call.params)
+            cursors.append((cur, call))
+    return [_shape(_rows(cur, c) if _returns_rows(cur) else None, c.result) for cur, c in cursors]
+
+
+def _split_pipeline(calls: Sequence[Call], conns: Sequence[psycopg.Connection[Any]]) -> list[Any]:
+    """A pipelined batch whose calls run on several connections (shards):
+    one pipeline per connection, the results in the calls' order."""
+    groups: dict[int, list[int]] = {}
+    for index, conn in enumerate(conns):
+        groups.setdefault(id(conn), []).append(index)
+    results: list[Any] = [None] * len(calls)
+    for indexes in groups.values():
+        for index, result in zip(
+            indexes, _pipeline(conns[indexes[0]], [calls[i] for i in indexes]), strict=True
+        ):
+            results[index] = result
+    return results
 
 
 def _pipelined(conn: psycopg.Connection[Any], call: Call) -> tuple[psycopg.Cursor[Any], Call]:
@@ -315,11 +361,30 @@ def _rows(cur: psycopg.Cursor[Any], call: Call) -> list[Any]:
         return lenient_rows(cur)  # the same result, loaded again value by value
 
 
+async def _aconnection_for(io: AsyncIO, call: Call) -> psycopg.AsyncConnection[Any]:
+    """As :func:`_connection_for`, for the asyncio face."""
+    if call.shard_key is not None and io.routed is not None:
+        conn = await io.routed(call.shard_key)
+        if conn is not None:
+            return conn
+    return await io.connection()
+
+
 async def _astep(step: Step, io: AsyncIO) -> Any:
     if isinstance(step, Call):
-        return await _acall(await io.connection(), step)
+        return await _acall(await _aconnection_for(io, step), step)
     if isinstance(step, Batch):
-        conn = await io.connection()
+        conns = [await _aconnection_for(io, call) for call in step.calls] if io.routed else []
+        if len({id(c) for c in conns}) > 1:
+            if step.atomic:
+                conns = []  # as in _step: through the proxy
+            elif step.pipeline:
+                return await _asplit_pipeline(step.calls, conns)
+            else:
+                return [
+                    await _acall(conn, call) for conn, call in zip(conns, step.calls, strict=True)
+                ]
+        conn = conns[0] if conns else await io.connection()
         if step.atomic:
             # Pipelined, as in _step.
             async with conn.pipeline() as pipeline, conn.transaction():
@@ -339,18 +404,7 @@ async def _astep(step: Step, io: AsyncIO) -> Any:
                     step.check(results)
             return results
         if step.pipeline:
-            cursors = []
-            async with conn.pipeline():
-                for call in step.calls:
-                    cur = conn.cursor(binary=call.binary)
-                    if call.messages:
-                        use_message_loaders(cur)
-                    await cur.execute(QUERIES[call.name], call.params)
-                    cursors.append((cur, call))
-            return [
-                _shape(await _arows(cur, c) if _returns_rows(cur) else None, c.result)
-                for cur, c in cursors
-            ]
+            return await _apipeline(conn, step.calls)
         return [await _acall(conn, call) for call in step.calls]
     if isinstance(step, Sleep):
         await asyncio.sleep(max(0.0, step.seconds))
@@ -371,6 +425,36 @@ async def _astep(step: Step, io: AsyncIO) -> Any:
             await io.listen_on(step.dsns)
         return None
     raise TypeError(f"not a plan step: {step!r}")
+
+
+async def _apipeline(conn: psycopg.AsyncConnection[Any], calls: Sequence[Call]) -> list[Any]:
+    """As :func:`_pipeline`, for the asyncio face."""
+    cursors = []
+    async with conn.pipeline():
+        for call in calls:
+            cur = conn.cursor(binary=call.binary)
+            if call.messages:
+                use_message_loaders(cur)
+            await cur.execute(QUERIES[call.name], call.params)
+            cursors.append((cur, call))
+    return [
+        _shape(await _arows(cur, c) if _returns_rows(cur) else None, c.result) for cur, c in cursors
+    ]
+
+
+async def _asplit_pipeline(
+    calls: Sequence[Call], conns: Sequence[psycopg.AsyncConnection[Any]]
+) -> list[Any]:
+    """As :func:`_split_pipeline`, for the asyncio face."""
+    groups: dict[int, list[int]] = {}
+    for index, conn in enumerate(conns):
+        groups.setdefault(id(conn), []).append(index)
+    results: list[Any] = [None] * len(calls)
+    for indexes in groups.values():
+        answers = await _apipeline(conns[indexes[0]], [calls[i] for i in indexes])
+        for index, result in zip(indexes, answers, strict=True):
+            results[index] = result
+    return results
 
 
 async def _acall(conn: psycopg.AsyncConnection[Any], call: Call) -> Any:

@@ -15,6 +15,7 @@ import psycopg
 
 from txnq import errors
 from txnq.database.plans import AsyncIO, arun
+from txnq.database.routes import AsyncRoutes, owners_plan, topic_owner
 from txnq.durations import Duration
 from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
@@ -40,6 +41,8 @@ class Producer(ProducerBase):
     _client: Client
     _conn: psycopg.AsyncConnection[Any] | None
     _io: AsyncIO
+    _owners: dict[int, tuple[int, str]]
+    _routes: AsyncRoutes
     _io_lock: asyncio.Lock
     _wake: asyncio.Event
     _room: asyncio.Event
@@ -56,7 +59,12 @@ class Producer(ProducerBase):
         info = await client.admin.get_topic(topic)
         transactional_id = self._configure(client.settings, info, name, **given)
         self._conn = None
-        self._io = AsyncIO(self._connection, self._reconnect)
+        # Through a cluster's proxy, the appends' direct connections to the shards.
+        self._owners = {}
+        self._routes = AsyncRoutes(
+            topic_owner(self._topic.topic_id, lambda: self._owners), f"txnq-producer-{self.name}"
+        )
+        self._io = AsyncIO(self._connection, self._reconnect, routed=self._routes.connection)
         self._io_lock = asyncio.Lock()  # one append at a time, in order
         self._wake = asyncio.Event()  # a batch opened or filled: the flusher looks
         self._room = asyncio.Event()  # the pending queue shrank
@@ -64,6 +72,9 @@ class Producer(ProducerBase):
             epoch = await client._init_transactional_id(transactional_id)
             self._transactional = (transactional_id, epoch)
         await arun(self._register_plan(), self._io)
+        self._owners = await arun(
+            owners_plan(client, self._topic.topic_id, self._topic.partitions), self._io
+        )
         self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
         client._children.append(self)
         return self
@@ -149,6 +160,7 @@ class Producer(ProducerBase):
             async with self._io_lock:
                 if self._conn is not None:
                     await self._conn.close()
+                await self._routes.close()
             self._client._forget(self)
 
     async def __aenter__(self) -> Producer:
@@ -279,6 +291,7 @@ class Producer(ProducerBase):
         return self._conn
 
     async def _reconnect(self) -> None:
+        await self._routes.reset()
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):

@@ -16,7 +16,9 @@ the messages of one transaction only). A producer created with
 sessions (their next call raises ProducerFencedError) and aborts the
 transaction they left open, as Kafka's ``initTransactions``.
 
-Routing: :mod:`txnq.producer.routing`.
+Routing: :mod:`txnq.producer.routing`; through a cluster's proxy, a plain
+append (no transaction, no delay) goes to its shard directly
+(:mod:`txnq.database.routes`).
 
 Backlog quota (docs/backlog-quota.md): while the topic is over its quota, a
 send raises BacklogQuotaExceededError (policy producer_error), or blocks up to
@@ -426,6 +428,7 @@ class ProducerBase:
         if deliver_at is not None:
             params = (*params, deliver_at)
             query = "append_delayed_positional"
+        key = (self._topic.topic_id, partition) if query == "append_positional" else None
         deadline = time.monotonic() + self._send_timeout
         delay = 0.05
         hold_deadline: float | None = None
@@ -433,7 +436,7 @@ class ProducerBase:
         reregistered = False
         while True:
             try:
-                row = yield Call(query, params, raw=True)
+                row = yield Call(query, params, raw=True, shard_key=key)
                 break
             except (psycopg.OperationalError, errors.ServerUnavailableError) as exc:
                 # A lost connection (or the face could not reconnect yet).
@@ -501,10 +504,9 @@ class ProducerBase:
         return -1 if offset is None else int(offset)
 
     def _lost_unflushed(self, exc: psycopg.Error, partition: int) -> bool:
-        """Did the append fail on a sequence gap because PostgreSQL crashed
-        and lost this producer's unflushed transactional appends to the
-        partition (append_positional_unflushed)? Only then is the gap no
-        loss of anything that could still be committed."""
+        """Did the append fail on a sequence gap because a crash of PostgreSQL lost this
+        producer's unflushed transactional appends to the partition? Only then is the
+        gap no loss of anything that could still be committed."""
         return exc.sqlstate == OUT_OF_ORDER_SEQUENCE and partition in self._unflushed
 
     def _expired(self, exc: psycopg.Error) -> bool:
@@ -518,9 +520,8 @@ class ProducerBase:
         )
 
     def _recheck_backlog_quota_plan(self) -> Plan[None]:
-        """While held: check the topic's backlog quota now (the scheduler checks
-        only every BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS), so the send goes on
-        as soon as the backlog fits again."""
+        """While held: check the topic's backlog quota now (the scheduler checks only
+        every BACKLOG_QUOTA_CHECK_INTERVAL_SECONDS): the send goes on once it fits."""
         try:
             yield Call("check_backlog_quota", {"topic_id": self._topic.topic_id}, "all")
         except (errors.TxnqError, psycopg.Error):

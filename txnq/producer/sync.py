@@ -14,6 +14,7 @@ import psycopg
 
 from txnq import errors
 from txnq.database.plans import SyncIO, run
+from txnq.database.routes import SyncRoutes, owners_plan, topic_owner
 from txnq.durations import Duration, Size
 from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
@@ -78,12 +79,22 @@ class Producer(ProducerBase):
         # Python-level call, a tenth of send_async's time).
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
-        self._io = SyncIO(lambda: self._proxy.driver_connection, self._reconnect)
+        # Through a cluster's proxy, the appends' direct connections to the shards.
+        self._owners: dict[int, tuple[int, str]] = {}
+        self._routes = SyncRoutes(
+            topic_owner(self._topic.topic_id, lambda: self._owners), f"txnq-producer-{self.name}"
+        )
+        self._io = SyncIO(
+            lambda: self._proxy.driver_connection, self._reconnect, routed=self._routes.connection
+        )
         try:
             if transactional_id is not None:
                 epoch = client._init_transactional_id(transactional_id)
                 self._transactional = (transactional_id, epoch)
             run(self._register_plan(), self._io)
+            self._owners = run(
+                owners_plan(client, self._topic.topic_id, self._topic.partitions), self._io
+            )
         except BaseException:
             self._proxy.close()
             raise
@@ -304,6 +315,7 @@ class Producer(ProducerBase):
             self._flusher.join(timeout=5)
             with self._io_lock:
                 self._proxy.close()
+                self._routes.close()
             self._client._forget(self)
 
     def __enter__(self) -> Producer:
@@ -352,6 +364,7 @@ class Producer(ProducerBase):
                 self._run_callbacks(partition, batch)
 
     def _reconnect(self) -> None:
+        self._routes.reset()
         with contextlib.suppress(Exception):
             self._proxy.invalidate()
         try:
