@@ -224,12 +224,22 @@ def _consume(client: txnq.Client, spec: WorkerSpec, barrier: Any, out: Any) -> N
             while received < expected and time.monotonic() < deadline:
                 for message in consumer.batch_receive(CHUNK, timeout=5):
                     last[message.partition] = message
-                    received += 1
+                    # Only its own share counts: a partition handed over by
+                    # a failover (a lease missed on a loaded machine) is not.
+                    received += message.partition in assigned
                 for message in last.values():
                     consumer.acknowledge_cumulative(message)
                 last.clear()
+        # Every client reads its share to the end before any leaves the
+        # subscription: a consumer that closes hands its partitions to the
+        # ones still reading.
+        barrier.wait(PHASE_TIMEOUT_SECONDS)
         if received != expected:
-            raise SystemExit(f"consumer {spec.index}: received {received} of {expected}")
+            side = "direct" if spec.route is None else f"route {spec.route}"
+            raise SystemExit(
+                f"consumer {spec.index} ({side}): received {received} of {expected} "
+                f"from partitions {assigned}, now {consumer.assigned_partitions}"
+            )
     finally:
         consumer.close()
 
