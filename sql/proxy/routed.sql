@@ -409,3 +409,47 @@ RETURNS integer
 LANGUAGE sql AS $$
     SELECT max(r) FROM txnq_cluster.roll_entry_log_all(p_force) r
 $$;
+
+-- ---------------------------------------------------------------- grants
+
+-- Grants live on every shard alike: a shard checks them on its own data path
+-- (a client's direct route logs in there as itself, docs/cluster.md), and
+-- topic_permissions_v1 merges them back (views_shards.sql). A grant or revoke
+-- runs on every shard (RUN ON ALL); each shard commits on its own, so one
+-- that fails (a role missing on one server) leaves the others changed: both
+-- are idempotent, so running the same call again once the cause is fixed
+-- makes the shards agree. The answer is the most any shard added or removed
+-- (a grant an earlier partial call left on some shards counts as added).
+CREATE OR REPLACE FUNCTION txnq_cluster.grant_topic_permission_all(
+    p_role text, p_resource text, p_is_prefix boolean, p_actions text[])
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT txnq.grant_topic_permission_v1(p_role, p_resource, p_is_prefix, p_actions);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.grant_topic_permission_v1(
+    p_role text, p_resource text, p_is_prefix boolean, p_actions text[])
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT max(n)::integer
+      FROM txnq_cluster.grant_topic_permission_all(p_role, p_resource, p_is_prefix, p_actions) n
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.revoke_topic_permission_all(
+    p_role text, p_resource text, p_is_prefix boolean, p_actions text[])
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT txnq.revoke_topic_permission_v1(p_role, p_resource, p_is_prefix, p_actions);
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.revoke_topic_permission_v1(
+    p_role text, p_resource text, p_is_prefix boolean, p_actions text[])
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT max(n)::integer
+      FROM txnq_cluster.revoke_topic_permission_all(p_role, p_resource, p_is_prefix, p_actions) n
+$$;

@@ -25,6 +25,9 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('roll_entry_log_v3', 'all', 'an append''s hint: each shard rolls its own entry log if full or old; '
                                   'the answer (largest active log id) is not compared'),
     ('heartbeat_consumer_v2', 'all', 'the lease is renewed on every shard; live consumers from shard 0'),
+    ('grant_topic_permission_v1', 'all', 'grants live on every shard alike (each checks its own data path); '
+                                         'idempotent, the most any shard added'),
+    ('revoke_topic_permission_v1', 'all', 'on every shard alike; idempotent, the most any shard removed'),
     ('create_topic_v2', 'all_ids', 'topic id allocated by the proxy, the topic created on every shard'),
     ('subscribe_v2', 'all_ids', 'every type: subscription id allocated by the proxy, cursors on every shard'),
     ('register_consumer_v2', 'all_ids', 'consumer id allocated by the proxy'),
