@@ -453,3 +453,41 @@ LANGUAGE sql AS $$
     SELECT max(n)::integer
       FROM txnq_cluster.revoke_topic_permission_all(p_role, p_resource, p_is_prefix, p_actions) n
 $$;
+
+-- ---------------------------------------------------------------- the console
+
+-- The web console through the proxy (docs/console.md): who it runs as, from
+-- shard 0 (the proxy connects as the calling role, so the shard sees the
+-- caller's role and memberships: roles must exist on every server alike);
+-- its actions' audit trail on shard 0 (console_action_log merges every
+-- shard's); its chart history sampled on every shard (each samples its own
+-- topics; the scheduler of each shard does it anyway).
+CREATE OR REPLACE FUNCTION txnq.console_role_v1(OUT role text, OUT may_administer boolean)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON 0;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq.console_record_action_v1(
+    p_action text, p_target text, p_details jsonb, p_error text)
+RETURNS bigint
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON 0;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.console_sample_all(p_keep_seconds double precision)
+RETURNS SETOF integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON ALL;
+    SELECT txnq.console_sample_v1(p_keep_seconds);
+$$;
+
+-- Each shard samples every topic (their metadata is on every shard): the
+-- number of topics sampled is any shard's, the largest.
+CREATE OR REPLACE FUNCTION txnq.console_sample_v1(p_keep_seconds double precision)
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT max(n)::integer FROM txnq_cluster.console_sample_all(p_keep_seconds) n
+$$;

@@ -28,6 +28,9 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('grant_topic_permission_v1', 'all', 'grants live on every shard alike (each checks its own data path); '
                                          'idempotent, the most any shard added'),
     ('revoke_topic_permission_v1', 'all', 'on every shard alike; idempotent, the most any shard removed'),
+    ('console_role_v1', 'first', 'the web console: the caller''s role, checked on shard 0'),
+    ('console_record_action_v1', 'first', 'the web console''s audit trail, kept on shard 0'),
+    ('console_sample_v1', 'all', 'the console''s chart history: each shard samples its own partitions'),
     ('create_topic_v2', 'all_ids', 'topic id allocated by the proxy, the topic created on every shard'),
     ('subscribe_v2', 'all_ids', 'every type: subscription id allocated by the proxy, cursors on every shard'),
     ('register_consumer_v2', 'all_ids', 'consumer id allocated by the proxy'),
