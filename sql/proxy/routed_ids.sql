@@ -60,6 +60,38 @@ LANGUAGE plproxy AS $$
         p_partitions, p_retention_seconds, p_retention_bytes, p_ttl_seconds, p_max_message_bytes);
 $$;
 
+-- A topic some shards hold and others lack: a create that failed part-way
+-- (RUN ON ALL commits on each shard on its own: a shard that went down or
+-- refused during the call). Creating it again completes it on the shards
+-- that lack it, under the id the others gave it, instead of failing on the
+-- shards that have it (TQ010) while the others took a new id. The shards
+-- that lack it take the settings of those that have it (the first's), not
+-- the call's: the topic is what it was created as.
+CREATE OR REPLACE FUNCTION txnq_cluster.topic_on(p_shard integer, p_name text)
+RETURNS TABLE (topic_id integer, partitions integer, retention_seconds double precision,
+               retention_bytes bigint, ttl_seconds double precision, max_message_bytes integer)
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT t.topic_id, t.partitions, t.retention_seconds, t.retention_bytes, t.ttl_seconds,
+           t.max_message_bytes
+      FROM txnq.topic_by_name_v1(p_name) t;
+$$;
+
+CREATE OR REPLACE FUNCTION txnq_cluster.create_topic_on(
+    p_shard integer, p_topic_id integer, p_name text, p_partitions integer,
+    p_retention_seconds double precision, p_retention_bytes bigint, p_ttl_seconds double precision,
+    p_max_message_bytes integer)
+RETURNS integer
+LANGUAGE plproxy AS $$
+    CLUSTER 'txnq';
+    RUN ON p_shard;
+    SELECT txnq.create_topic_v2(
+        (SELECT p_name FROM pg_catalog.setval(
+             pg_catalog.pg_get_serial_sequence('txnq.topics', 'topic_id'), p_topic_id, false) AS aligned),
+        p_partitions, p_retention_seconds, p_retention_bytes, p_ttl_seconds, p_max_message_bytes);
+$$;
+
 CREATE OR REPLACE FUNCTION txnq.create_topic_v2(
     p_name text, p_partitions integer, p_retention_seconds double precision, p_retention_bytes bigint,
     p_ttl_seconds double precision, p_max_message_bytes integer)
@@ -67,8 +99,42 @@ RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     v_id integer;
+    v_shard integer;
+    v_held record;
+    v_first record;
+    v_ids integer[];
+    v_partitions integer[];
+    v_missing integer[];
 BEGIN
     PERFORM txnq_cluster.lock_ids();
+    FOR v_shard IN 0 .. txnq_cluster.shard_count() - 1 LOOP
+        SELECT * INTO v_held FROM txnq_cluster.topic_on(v_shard, p_name) t;
+        IF NOT FOUND THEN
+            v_missing := v_missing || v_shard;
+        ELSE
+            v_first := coalesce(v_first, v_held);
+            v_ids := v_ids || v_held.topic_id;
+            v_partitions := v_partitions || v_held.partitions;
+        END IF;
+    END LOOP;
+    IF v_ids IS NOT NULL AND v_missing IS NOT NULL THEN
+        IF (SELECT count(DISTINCT i) FROM unnest(v_ids) i) > 1
+           OR (SELECT count(DISTINCT n) FROM unnest(v_partitions) n) > 1
+           OR v_partitions[1] IS DISTINCT FROM p_partitions THEN
+            RAISE EXCEPTION USING ERRCODE = 'TQ031',
+                MESSAGE = format('topic %L exists on some shards only, as topic ids %s with %s partitions, '
+                                 'and cannot be completed with %s partitions', p_name, v_ids, v_partitions,
+                                 coalesce(p_partitions::text, 'NULL')),
+                HINT = 'create it again with the partition count it has, or delete it (force) and create it anew';
+        END IF;
+        FOREACH v_shard IN ARRAY v_missing LOOP
+            PERFORM txnq_cluster.create_topic_on(v_shard, v_ids[1], p_name, p_partitions,
+                                                 v_first.retention_seconds, v_first.retention_bytes,
+                                                 v_first.ttl_seconds, v_first.max_message_bytes);
+        END LOOP;
+        RETURN v_ids[1];
+    END IF;
+    -- No shard holds it (created everywhere), or every shard does (each says TQ010).
     v_id := txnq_cluster.allocate_id('txnq_cluster.topic_ids', 'txnq.topics', 'topic_id');
     RETURN txnq_cluster.require_same('create_topic_v2', min(t), max(t))
       FROM txnq_cluster.create_topic_all(v_id, p_name, p_partitions, p_retention_seconds, p_retention_bytes,

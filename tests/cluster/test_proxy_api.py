@@ -370,3 +370,51 @@ def test_two_failover_consumers_share_the_partitions_and_miss_nothing(
         ids = {m.message_id for ms in seen.values() for m in ms}
         assert len(ids) == MESSAGES
         assert seen["a"] and seen["b"]
+
+
+def test_a_topic_created_on_some_shards_only_is_completed_by_creating_it_again(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """A create that failed part-way (RUN ON ALL commits on each shard on its
+    own) leaves the topic on some shards: creating it again completes it
+    under the same id, instead of failing where it exists and giving it
+    another id elsewhere."""
+    name = topic_name("partway")
+    # What a create leaves when shard 1 did not take it: the proxy's id on shard 0 only.
+    with cluster.proxy_conn() as conn:
+        row = conn.execute(
+            "SELECT txnq_cluster.allocate_id('txnq_cluster.topic_ids', 'txnq.topics', 'topic_id')"
+        ).fetchone()
+    assert row is not None
+    topic_id = int(row[0])
+    with cluster.shard_conn(0) as conn:
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('txnq.topics', 'topic_id'), %s, false)",
+            (topic_id,),
+        )
+        conn.execute("SELECT txnq.create_topic_v2(%s, 4, -1, -1, NULL, 1048576)", (name,))
+    with txnq.Client(cluster.proxy) as client:
+        with pytest.raises(errors.ClusterInconsistentError, match="some shards only"):
+            client.admin.create_topic(name, partitions=2)  # not the count it has
+        assert client.admin.create_topic(name, partitions=4).topic_id == topic_id
+        for shard in range(len(cluster.shards)):
+            with cluster.shard_conn(shard) as conn:
+                row = conn.execute(
+                    "SELECT topic_id, partitions, max_message_bytes FROM txnq.topics"
+                    " WHERE name = %s",
+                    (name,),
+                ).fetchone()
+            assert row == (topic_id, 4, 1048576), shard  # the settings of the shard that had it
+        with pytest.raises(errors.TopicExistsError):
+            client.admin.create_topic(name, partitions=4)
+        with client.producer(name) as producer:
+            for partition in range(4):
+                producer.send(f"p{partition}".encode(), partition=partition)
+        with client.subscribe(name, "s", initial_position="earliest") as consumer:
+            got = {}
+            for _ in range(4):
+                message = consumer.receive(timeout=10)
+                assert message is not None
+                consumer.acknowledge(message)
+                got[message.message_id.partition] = message.value
+    assert got == {p: f"p{p}".encode() for p in range(4)}
