@@ -30,6 +30,10 @@ CREATE TABLE IF NOT EXISTS txnq_cluster.shards (
     shard integer PRIMARY KEY CHECK (shard >= 0),
     dsn text NOT NULL
 );
+-- Where clients reach a shard, when not where the proxy does (Kafka's
+-- advertised.listeners): libpq words host, hostaddr, port and dbname, set by
+-- `txnq cluster advertise` (txnq_cluster.advertise, spark.sql). NULL: the DSN's.
+ALTER TABLE txnq_cluster.shards ADD COLUMN IF NOT EXISTS advertised text;
 
 -- The routing table: every function of schema txnq on this proxy, and how a
 -- call reaches the shards (docs/cluster.md explains each rule). Filled by
@@ -124,9 +128,13 @@ BEGIN
                    '1800', v_options);
     CREATE USER MAPPING FOR PUBLIC SERVER txnq;
     GRANT USAGE ON FOREIGN SERVER txnq TO PUBLIC;
-    DELETE FROM txnq_cluster.shards;
-    INSERT INTO txnq_cluster.shards (shard, dsn)
-    SELECT i - 1, p_shards[i] FROM generate_series(1, v_count) i;
+    -- A shard configured again with the same DSN keeps its advertised address.
+    DELETE FROM txnq_cluster.shards WHERE shard >= v_count;
+    INSERT INTO txnq_cluster.shards AS s (shard, dsn)
+    SELECT i - 1, p_shards[i] FROM generate_series(1, v_count) i
+    ON CONFLICT (shard) DO UPDATE
+       SET dsn = excluded.dsn,
+           advertised = CASE WHEN s.dsn = excluded.dsn THEN s.advertised END;
     RETURN v_count;
 END;
 $$;

@@ -92,11 +92,33 @@ LANGUAGE sql IMMUTABLE AS $$
      LIMIT 1
 $$;
 
+-- txnq_cluster.client_location: where clients reach a shard, one libpq word
+-- of its location: the advertised address's (txnq_cluster.advertise), else
+-- the proxy's DSN's. An advertised host without a hostaddr drops the DSN's
+-- hostaddr and the other way round (libpq prefers hostaddr); a word the
+-- address leaves out (port, dbname) is the DSN's.
+CREATE OR REPLACE FUNCTION txnq_cluster.client_location(p_dsn text, p_advertised text, p_word text)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+               WHEN p_advertised IS NULL THEN txnq_cluster.dsn_word(p_dsn, p_word)
+               WHEN txnq_cluster.dsn_word(p_advertised, p_word) IS NOT NULL
+                   THEN txnq_cluster.dsn_word(p_advertised, p_word)
+               WHEN p_word = 'hostaddr' AND txnq_cluster.dsn_word(p_advertised, 'host') IS NOT NULL
+                   THEN NULL
+               WHEN p_word = 'host' AND txnq_cluster.dsn_word(p_advertised, 'hostaddr') IS NOT NULL
+                   THEN NULL
+               ELSE txnq_cluster.dsn_word(p_dsn, p_word)
+           END
+$$;
+
 -- txnq.cluster_shard_map_v1: for partitions 0 .. p_partitions - 1 of a topic,
--- the shard that owns each and where that shard is: host, hostaddr, port and
--- dbname of its DSN as the proxy routes to it, nothing else (no user, no
+-- the shard that owns each and where clients reach that shard: host,
+-- hostaddr, port and dbname (txnq_cluster.client_location: the advertised
+-- address, else the DSN the proxy routes to), nothing else (no user, no
 -- password: a Spark task connects with the caller's own credentials). Only on
--- a proxy: a txnq.spark read asks for it to read every partition on its shard.
+-- a proxy: a txnq.spark read asks for it to read every partition on its shard,
+-- a consumer to LISTEN there, a client to take the direct route.
 -- Errors: TQ005 a partition count that is NULL, negative or above 100000.
 CREATE OR REPLACE FUNCTION txnq.cluster_shard_map_v1(p_topic_id integer, p_partitions integer)
 RETURNS TABLE (partition integer, shard integer, host text, hostaddr text, port text, dbname text)
@@ -109,8 +131,10 @@ BEGIN
                              coalesce(p_partitions::text, 'NULL'));
     END IF;
     RETURN QUERY
-    SELECT p, s.shard, txnq_cluster.dsn_word(s.dsn, 'host'), txnq_cluster.dsn_word(s.dsn, 'hostaddr'),
-           txnq_cluster.dsn_word(s.dsn, 'port'), txnq_cluster.dsn_word(s.dsn, 'dbname')
+    SELECT p, s.shard, txnq_cluster.client_location(s.dsn, s.advertised, 'host'),
+           txnq_cluster.client_location(s.dsn, s.advertised, 'hostaddr'),
+           txnq_cluster.client_location(s.dsn, s.advertised, 'port'),
+           txnq_cluster.client_location(s.dsn, s.advertised, 'dbname')
       FROM generate_series(0, p_partitions - 1) p
       JOIN txnq_cluster.shards s ON s.shard = txnq_cluster.shard_of(p_topic_id, p)
      ORDER BY p;
@@ -396,3 +420,50 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('spark_ingestion_get_v1', 'summed', 'Spark ingestion: each partition''s offsets from its owner, runs merged'),
     ('spark_ingestion_list_v1', 'summed', 'Spark ingestion: each partition''s offsets from its owner, runs merged')
 ON CONFLICT (function_name) DO UPDATE SET rule = EXCLUDED.rule, note = EXCLUDED.note;
+
+-- ---------------------------------------------------------------- advertised addresses
+
+-- txnq_cluster.advertise: where clients reach shard p_shard (`txnq cluster
+-- advertise`), when the address the proxy uses is not theirs (a socket
+-- directory, a private network): libpq words host, hostaddr, port and dbname
+-- only (credentials are each client's own). NULL or '' clears it. Returns
+-- the shard's location as clients now get it. Errors: TQ005 no such shard, a
+-- word other than those four, or text that is not such words.
+CREATE OR REPLACE FUNCTION txnq_cluster.advertise(p_shard integer, p_address text)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_address text := nullif(btrim(coalesce(p_address, '')), '');
+    v_words text[];
+    v_rest text;
+    v_dsn text;
+BEGIN
+    SELECT s.dsn INTO v_dsn FROM txnq_cluster.shards s WHERE s.shard = p_shard FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ005',
+            MESSAGE = format('the cluster has no shard %s', coalesce(p_shard::text, 'NULL')),
+            HINT = 'give a shard number that `txnq cluster status` shows';
+    END IF;
+    IF v_address IS NOT NULL THEN
+        SELECT array_agg(m[2]) INTO v_words
+          FROM regexp_matches(v_address, '(^|\s)([A-Za-z_]+)\s*=', 'g') m;
+        v_rest := regexp_replace(v_address,
+                                 '(^|\s)[A-Za-z_]+\s*=\s*(''((?:[^''\\]|\\.)*)''|[^\s'']+)', '', 'g');
+        IF v_words IS NULL OR NOT v_words <@ ARRAY['host', 'hostaddr', 'port', 'dbname']
+           OR btrim(v_rest) <> '' THEN
+            RAISE EXCEPTION USING ERRCODE = 'TQ005',
+                MESSAGE = format('%L is no address of a shard: give libpq words host, hostaddr, port '
+                                 'and dbname only, e.g. ''host=10.0.0.7 port=5432''', v_address),
+                HINT = 'credentials are each client''s own; nothing was changed';
+        END IF;
+    END IF;
+    UPDATE txnq_cluster.shards SET advertised = v_address WHERE shard = p_shard;
+    RETURN concat_ws(' ',
+        'host=' || txnq_cluster.client_location(v_dsn, v_address, 'host'),
+        'hostaddr=' || txnq_cluster.client_location(v_dsn, v_address, 'hostaddr'),
+        'port=' || txnq_cluster.client_location(v_dsn, v_address, 'port'),
+        'dbname=' || txnq_cluster.client_location(v_dsn, v_address, 'dbname'));
+END;
+$$;
+-- Only the proxy's owner (who ran `txnq cluster init`) may redirect clients.
+REVOKE ALL ON FUNCTION txnq_cluster.advertise(integer, text) FROM PUBLIC;

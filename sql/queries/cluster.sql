@@ -116,3 +116,8 @@ SELECT coalesce(bool_and(pg_catalog.has_function_privilege(p.oid, 'EXECUTE')), f
   FROM pg_catalog.pg_proc p
  WHERE p.pronamespace = pg_catalog.to_regnamespace('txnq')
    AND p.proname IN ('append_v5', 'fetch_v4', 'ack_v3')
+
+-- name: cluster_advertise
+-- On a proxy: where clients reach a shard (txnq_cluster.advertise); returns
+-- its location as clients now get it.
+SELECT txnq_cluster.advertise(%(shard)s, %(address)s) AS location

@@ -17,6 +17,7 @@ import pytest
 import txnq
 import txnq.aio
 from tests.cluster.conftest import Cluster
+from txnq.cluster.setup import advertise, init
 from txnq.database.routes import SyncRoutes
 
 PARTITIONS = 4
@@ -38,19 +39,26 @@ def _shard_sessions(cluster: Cluster, application_name: str) -> list[int]:
     return counts
 
 
-def _produce(cluster: Cluster, client: txnq.Client, name: str, producer_name: str) -> None:
+def _produce(
+    cluster: Cluster,
+    client: txnq.Client,
+    name: str,
+    producer_name: str,
+    sessions_on: list[int] | None = None,
+) -> None:
+    """Send PER_PARTITION messages to every partition; while the producer is
+    open, it has a session of its own on the shards ``sessions_on`` (default:
+    every shard with the direct route, none with CLUSTER_ROUTE=proxy)."""
     with client.producer(name, name=producer_name) as producer:
         for i in range(PER_PARTITION):
             for partition in range(PARTITIONS):
                 producer.send_async(f"a{partition}-{i}".encode(), partition=partition)
         producer.flush()
-        # Both shards own partitions of a 4-partition topic: the producer has a
-        # session of its own on each while it is open (direct), or none.
         sessions = _shard_sessions(cluster, f"txnq-producer-{producer_name}")
-        if client.settings.cluster_route == "direct":
-            assert all(count >= 1 for count in sessions), sessions
-        else:
-            assert sessions == [0] * len(sessions), sessions
+        if sessions_on is None:
+            direct = client.settings.cluster_route == "direct"
+            sessions_on = list(range(len(sessions))) if direct else []
+        assert [shard for shard, count in enumerate(sessions) if count] == sessions_on, sessions
 
 
 def _backlog(client: txnq.Client, name: str, subscription: str) -> int:
@@ -189,3 +197,48 @@ def test_the_routes_leave_unkeyed_and_unknown_calls_to_the_face() -> None:
 def test_cluster_route_is_checked() -> None:
     with pytest.raises(txnq.errors.ConfigurationError, match="CLUSTER_ROUTE"):
         txnq.load_settings(cluster_route="sideways")
+
+
+def test_an_advertised_address_is_where_clients_reach_a_shard(
+    cluster: Cluster, topic_name: Callable[[str], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """`txnq cluster advertise` (Kafka's advertised.listeners): clients take
+    the shard's advertised address, not the proxy's; one they cannot reach is
+    the detour through the proxy; cleared, the proxy's address again; a
+    `cluster init` with the same shards keeps it."""
+    name = topic_name("route-advertised")
+    try:
+        location = advertise(cluster.proxy, 0, "host=127.0.0.1 port=1")
+        assert "port=1" in location and "dbname=" in location, location
+        init(cluster.proxy, cluster.shards)  # configured again: the address stays
+        with txnq.Client(cluster.proxy) as client:
+            client.admin.create_topic(name, partitions=PARTITIONS)
+            with caplog.at_level(logging.WARNING, logger="txnq.cluster"):
+                _produce(cluster, client, name, "advertised-away", sessions_on=[1])
+            said = [r.getMessage() for r in caplog.records if "reached directly" in r.getMessage()]
+            assert any("shard 0 (127.0.0.1:1/" in m for m in said), said
+            advertise(cluster.proxy, 0, None)
+            _produce(cluster, client, name, "advertised-back", sessions_on=[0, 1])
+            got = _consume_all(client, name, "s")
+        assert all(len(got[p]) == 2 * PER_PARTITION for p in range(PARTITIONS)), got
+    finally:
+        advertise(cluster.proxy, 0, None)
+
+
+@pytest.mark.parametrize(
+    ("shard", "address", "fragment"),
+    [
+        (7, "host=127.0.0.1", "no shard 7"),
+        (0, "host=127.0.0.1 user=evil", "no address of a shard"),
+        (0, "port=5432 junk", "no address of a shard"),
+        (0, "sslmode=disable", "no address of a shard"),
+    ],
+)
+def test_advertise_refuses_what_is_no_address(
+    cluster: Cluster, shard: int, address: str, fragment: str
+) -> None:
+    with pytest.raises(txnq.errors.InvalidArgumentError, match=fragment):
+        advertise(cluster.proxy, shard, address)
+    with cluster.proxy_conn() as conn:
+        row = conn.execute("SELECT advertised FROM txnq_cluster.shards WHERE shard = 0").fetchone()
+    assert row == (None,)

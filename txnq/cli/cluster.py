@@ -85,6 +85,31 @@ def cluster_init(
     note("Point TXNQ_DSN at the proxy; `txnq cluster status` shows the shards")
 
 
+@cluster_app.command("advertise")
+def cluster_advertise(
+    shard: Annotated[int, typer.Argument(help="The shard's number (`txnq cluster status`).")],
+    address: Annotated[
+        str,
+        typer.Argument(
+            help="libpq words host, hostaddr, port and dbname where clients reach the shard, "
+            "e.g. 'host=10.0.0.7 port=5432'; 'none' clears it."
+        ),
+    ],
+    proxy: ProxyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Tell clients where a shard is when the proxy's address for it is not
+    theirs (Kafka's advertised.listeners): the direct route, Spark's reads and
+    consumers' wake-ups connect there with their own credentials."""
+    from txnq.cluster.setup import advertise
+
+    location = advertise(_proxy_dsn(proxy), shard, None if address == "none" else address)
+    if as_json:
+        print_json({"shard": shard, "location": location})
+        return
+    console.print(f"Clients reach shard {shard} at {location}", highlight=False)
+
+
 @cluster_app.command("status")
 def cluster_status(proxy: ProxyOption = None, as_json: JsonOption = False) -> None:
     """Show each shard's health (reached through the proxy), schema revision, the

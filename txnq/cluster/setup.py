@@ -216,6 +216,22 @@ def routing(proxy_dsn: str) -> list[tuple[str, str, str]]:
         return [(str(a), str(b), str(c)) for a, b, c in conn.execute(QUERIES["cluster_routing"])]
 
 
+def advertise(proxy_dsn: str, shard: int, address: str | None) -> str:
+    """Where clients reach ``shard`` (libpq words host, hostaddr, port, dbname;
+    None clears it: the address in the proxy's DSN for it), for the direct
+    route, Spark's reads and consumers' wake-ups, as Kafka's
+    advertised.listeners; returns the shard's location as clients now get it."""
+    if isinstance(shard, bool) or not isinstance(shard, int):
+        raise errors.InvalidArgumentError(f"shard must be a shard number, not {shard!r}")
+    if address is not None and not isinstance(address, str):
+        raise errors.InvalidArgumentError(
+            f"address must be libpq words such as 'host=10.0.0.7 port=5432', not {address!r}"
+        )
+    with connect(proxy_dsn, application_name="txnq-cluster") as conn, translated_errors():
+        row = conn.execute(QUERIES["cluster_advertise"], {"shard": shard, "address": address})
+        return str(row.fetchone()[0])  # type: ignore[index]
+
+
 def status(proxy_dsn: str) -> list[ShardStatus]:
     """Each shard's health, partitions it owns, entries and subscription backlog."""
     result = []
