@@ -32,7 +32,13 @@ Measured, 100-byte messages:
 - batched produce (send_async + flush, 1000 per partition batch);
 - single send (send() to a partition, one commit each);
 - consume + ack (failover subscription, batches of 1000, cumulative ack per
-  partition per batch).
+  partition per batch);
+- transactional produce (1000 messages per transaction over the client's
+  partitions, send_async with txn= then commit(); a quarter of the batched
+  phase's messages): through the proxy every transaction runs the protocol
+  across shards (open on the coordinator's home shard, a mirror on the
+  partitions' shard, prepare, decision, markers), which a single server does
+  in one database.
 
 Each txnq figure through the proxy (both routes) is also a ratio to the
 direct figure on the same N servers (the proxy's cost per call; target >=
@@ -89,13 +95,16 @@ LEASE = "3s"
 MAX_MESSAGES = 2_000_000
 MAX_SINGLE = 100_000
 MAX_ROUNDS = 9
-PHASES = ("raw", "batched", "single", "consume")
+PHASES = ("raw", "batched", "single", "consume", "txn")
 PHASE_NAMES = {
     "raw": "raw batched INSERT (limit)",
     "batched": "batched produce",
     "single": "single send",
     "consume": "consume + ack",
+    "txn": "transactional produce",
 }
+#: The transactional phase writes this share of the batched phase's messages.
+TXN_SHARE = 4
 TARGETS = {"batched": 0.8, "consume": 0.8}
 
 
@@ -188,9 +197,28 @@ def worker(spec: WorkerSpec, barrier: Any, out: Any) -> None:
                 for i in range(spec.single):
                     producer.send(data[i % len(data)], partition=parts[i % len(parts)])
             _consume(client, spec, barrier, out)
+            _produce_transactions(client, spec, barrier, out, data)
     except BaseException:
         barrier.abort()
         raise
+
+
+def _produce_transactions(
+    client: txnq.Client, spec: WorkerSpec, barrier: Any, out: Any, data: list[bytes]
+) -> None:
+    """Transactions of CHUNK messages over the client's partitions, committed one by one."""
+    parts = spec.partitions
+    count = max(CHUNK, spec.messages // TXN_SHARE // CHUNK * CHUNK)
+    options = {"batching_max_messages": CHUNK, "batching_max_delay": "10ms"}
+    with (
+        client.producer(spec.topic, **options) as producer,
+        timed(barrier, out, spec, "txn", count),
+    ):
+        for start in range(0, count, CHUNK):
+            txn = client.new_transaction()
+            for i in range(start, start + CHUNK):
+                producer.send_async(data[i % len(data)], partition=parts[i % len(parts)], txn=txn)
+            txn.commit()
 
 
 def _consume(client: txnq.Client, spec: WorkerSpec, barrier: Any, out: Any) -> None:
