@@ -4,8 +4,11 @@ and waiting for a condition or for messages with a deadline (never a bare sleep)
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -170,3 +173,23 @@ def dsn_as_user(dsn: str, user: str, password: str) -> str:
             parts._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}")
         )
     return make_conninfo(dsn, user=user, password=password)
+
+
+def console_caller(url: str) -> Callable[..., tuple[int, Any]]:
+    """A call of the web console's API at ``url``: (status, JSON body); a
+    body is POSTed with the header actions need."""
+
+    def call(path: str, body: object = None, *, header: bool = True) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url + path.lstrip("/"), data=data)
+        if data is not None:
+            request.add_header("content-type", "application/json")
+            if header:
+                request.add_header("x-txnq-console", "1")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    return call

@@ -6,8 +6,6 @@ recorded once, and the chart history is sampled on every shard."""
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,6 +14,7 @@ import pytest
 
 import txnq
 from tests.cluster.conftest import Cluster
+from tests.helpers import console_caller
 from txnq.console.samples import sample_history
 from txnq.console.server import ConsoleServer
 from txnq.settings import load_settings
@@ -27,20 +26,8 @@ Call = Callable[..., tuple[int, Any]]
 def console(cluster: Cluster) -> Iterator[Call]:
     server = ConsoleServer(cluster.proxy, load_settings(), port=0).start()
 
-    def call(path: str, body: object = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(server.url + path.lstrip("/"), data=data)
-        if data is not None:
-            request.add_header("content-type", "application/json")
-            request.add_header("x-txnq-console", "1")
-        try:
-            with urllib.request.urlopen(request, timeout=20) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
-
     try:
-        yield call
+        yield console_caller(server.url)
     finally:
         server.stop()
 

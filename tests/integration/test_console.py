@@ -11,8 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,7 +18,7 @@ import psycopg
 import pytest
 
 import txnq
-from tests.helpers import Login, sql, sql_value
+from tests.helpers import Login, console_caller, sql, sql_value
 from txnq import errors
 from txnq.console.reads import ConsoleDatabase
 from txnq.console.samples import sample_history
@@ -30,28 +28,11 @@ from txnq.settings import load_settings
 Call = Callable[..., tuple[int, Any]]
 
 
-def _caller(url: str) -> Call:
-    def call(path: str, body: object = None, *, header: bool = True) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url + path.lstrip("/"), data=data)
-        if data is not None:
-            request.add_header("content-type", "application/json")
-            if header:
-                request.add_header("x-txnq-console", "1")
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
-
-    return call
-
-
 @pytest.fixture
 def console(dsn: str) -> Iterator[Call]:
     server = ConsoleServer(dsn, load_settings(), port=0).start()
     try:
-        yield _caller(server.url)
+        yield console_caller(server.url)
     finally:
         server.stop()
 
@@ -88,7 +69,7 @@ def test_transactions_list_their_partitions_and_pending_acks(
         reader = make_login("txnq_reader")
         server = ConsoleServer(reader.dsn, load_settings(), port=0).start()
         try:
-            read_status, read_body = _caller(server.url)("/api/transactions")
+            read_status, read_body = console_caller(server.url)("/api/transactions")
         finally:
             server.stop()
         txn.abort()
@@ -217,7 +198,7 @@ def test_the_server_refuses_every_action_of_the_reader_role(
     reader = make_login("txnq_reader")
     server = ConsoleServer(reader.dsn, load_settings(), port=0).start()
     try:
-        call = _caller(server.url)
+        call = console_caller(server.url)
         status, body = call("/api/whoami")
         assert body["may_administer"] is False
         for action, args in [
@@ -294,7 +275,7 @@ def test_txnq_console_serves_until_sigterm(dsn: str) -> None:
         assert process.stdout is not None
         url = json.loads(process.stdout.readline())["url"]
         assert url.startswith("http://127.0.0.1:")
-        status, body = _caller(url)("/api/whoami")
+        status, body = console_caller(url)("/api/whoami")
         assert status == 200 and body["may_administer"] is True
     finally:
         process.send_signal(signal.SIGTERM)

@@ -35,7 +35,8 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
+
+from txnq.database.shards import shard_location
 
 log = logging.getLogger("txnq.consumer")
 
@@ -44,13 +45,6 @@ log = logging.getLogger("txnq.consumer")
 CONNECT_TIMEOUT = 3
 #: Seconds before a shard that could not be reached is tried again.
 RETRY_SECONDS = 30.0
-
-
-def _where(dsn: str) -> str:
-    """A shard's location for a log line (never its credentials)."""
-    words = conninfo_to_dict(dsn)
-    host = words.get("hostaddr") or words.get("host") or "local socket"
-    return f"{host}:{words.get('port') or 5432}/{words.get('dbname') or ''}"
 
 
 class ShardListeners:
@@ -87,7 +81,7 @@ class ShardListeners:
                 "consumer %r LISTENs on shard %d (%s) again: woken by its NOTIFYs",
                 self.consumer,
                 shard,
-                _where(dsn),
+                shard_location(dsn),
             )
 
     def _failed(self, shard: int, dsn: str, exc: BaseException) -> None:
@@ -104,7 +98,7 @@ class ShardListeners:
                 "addresses to be woken at once (docs/cluster.md)",
                 self.consumer,
                 shard,
-                _where(dsn),
+                shard_location(dsn),
                 detail,
                 self.poll_interval,
                 RETRY_SECONDS,

@@ -43,12 +43,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 
 from txnq.database.connections import libpq_dsn
 from txnq.database.plans import Call, Plan
 from txnq.database.queries import QUERIES
-from txnq.database.shards import partition_shards
+from txnq.database.shards import partition_shards, shard_location
 from txnq.settings import Settings
 
 log = logging.getLogger("txnq.cluster")
@@ -122,13 +121,6 @@ def topic_owner(topic_id: int, owners: Callable[[], dict[int, tuple[int, str]] |
 _SAID: set[str] = set()
 
 
-def _where(dsn: str) -> str:
-    """A shard's location for a log line (never its credentials)."""
-    words = conninfo_to_dict(dsn)
-    host = words.get("hostaddr") or words.get("host") or "local socket"
-    return f"{host}:{words.get('port') or 5432}/{words.get('dbname') or ''}"
-
-
 class Routes:
     """What both faces decide: which shard a keyed call goes to, and whether
     to try it directly now (not while an unreachable shard waits for its
@@ -140,6 +132,7 @@ class Routes:
         self._owner = owner
         self._application_name = application_name
         self._away: dict[int, float] = {}
+        self._conns: dict[int, Any] = {}
 
     def _target(self, key: tuple[int, int]) -> tuple[int, str] | None:
         where = self._owner(key)
@@ -151,7 +144,7 @@ class Routes:
         return where
 
     def _unreachable(self, shard: int, dsn: str, exc: BaseException) -> None:
-        where = _where(dsn)
+        where = shard_location(dsn)
         if where not in _SAID:
             _SAID.add(where)
             log.warning(
@@ -166,10 +159,31 @@ class Routes:
 
     def _reached(self, shard: int, dsn: str) -> None:
         self._away.pop(shard, None)
-        where = _where(dsn)
+        where = shard_location(dsn)
         if where in _SAID:
             _SAID.discard(where)
             log.info("shard %d (%s) is reached directly again", shard, where)
+
+    def _wanted(self, key: tuple[int, int]) -> tuple[int, str, Any] | None:
+        """For a keyed call: (shard, DSN, its live connection or None to open
+        one), or None when the call goes through the proxy."""
+        target = self._target(key)
+        if target is None:
+            return None
+        shard, dsn = target
+        conn = self._conns.get(shard)
+        live = conn is not None and not (conn.closed or conn.broken)
+        return shard, dsn, conn if live else None
+
+    def _opened(self, shard: int, dsn: str, conn: Any, usable: Any) -> bool:
+        """Keep a connection just opened to ``shard`` if the named query
+        cluster_direct_route_usable said yes (``usable``, its row); say so if not."""
+        if not (usable and usable[0]):
+            self._unreachable(shard, dsn, _NOT_USABLE)
+            return False
+        self._reached(shard, dsn)
+        self._conns[shard] = conn
+        return True
 
     def _connect_kwargs(self, dsn: str) -> dict[str, Any]:
         return {
@@ -183,32 +197,22 @@ class Routes:
 class SyncRoutes(Routes):
     """The sync face's direct connections to the shards, by shard number."""
 
-    def __init__(self, owner: Owner, application_name: str) -> None:
-        super().__init__(owner, application_name)
-        self._conns: dict[int, psycopg.Connection[Any]] = {}
-
     def connection(self, key: tuple[int, int]) -> psycopg.Connection[Any] | None:
         """The shard's connection for a call keyed ``key``, or None: through the proxy."""
-        target = self._target(key)
-        if target is None:
-            return None
-        shard, dsn = target
-        conn = self._conns.get(shard)
-        if conn is not None and not (conn.closed or conn.broken):
-            return conn
+        wanted = self._wanted(key)
+        if wanted is None or wanted[2] is not None:
+            return None if wanted is None else wanted[2]
+        shard, dsn, _ = wanted
         try:
             conn = psycopg.connect(**self._connect_kwargs(dsn))
-            row = conn.execute(QUERIES["cluster_direct_route_usable"]).fetchone()
+            usable = conn.execute(QUERIES["cluster_direct_route_usable"]).fetchone()
         except psycopg.Error as exc:
             self._unreachable(shard, dsn, exc)
             return None
-        if not (row and row[0]):
-            conn.close()
-            self._unreachable(shard, dsn, _NOT_USABLE)
-            return None
-        self._reached(shard, dsn)
-        self._conns[shard] = conn
-        return conn
+        if self._opened(shard, dsn, conn, usable):
+            return conn
+        conn.close()
+        return None
 
     def reset(self) -> None:
         """Close every direct connection (the face reconnects: one was lost);
@@ -224,32 +228,22 @@ class SyncRoutes(Routes):
 class AsyncRoutes(Routes):
     """The asyncio face's direct connections to the shards, by shard number."""
 
-    def __init__(self, owner: Owner, application_name: str) -> None:
-        super().__init__(owner, application_name)
-        self._conns: dict[int, psycopg.AsyncConnection[Any]] = {}
-
     async def connection(self, key: tuple[int, int]) -> psycopg.AsyncConnection[Any] | None:
         """The shard's connection for a call keyed ``key``, or None: through the proxy."""
-        target = self._target(key)
-        if target is None:
-            return None
-        shard, dsn = target
-        conn = self._conns.get(shard)
-        if conn is not None and not (conn.closed or conn.broken):
-            return conn
+        wanted = self._wanted(key)
+        if wanted is None or wanted[2] is not None:
+            return None if wanted is None else wanted[2]
+        shard, dsn, _ = wanted
         try:
             conn = await psycopg.AsyncConnection.connect(**self._connect_kwargs(dsn))
-            row = await (await conn.execute(QUERIES["cluster_direct_route_usable"])).fetchone()
+            usable = await (await conn.execute(QUERIES["cluster_direct_route_usable"])).fetchone()
         except psycopg.Error as exc:
             self._unreachable(shard, dsn, exc)
             return None
-        if not (row and row[0]):
-            await conn.close()
-            self._unreachable(shard, dsn, _NOT_USABLE)
-            return None
-        self._reached(shard, dsn)
-        self._conns[shard] = conn
-        return conn
+        if self._opened(shard, dsn, conn, usable):
+            return conn
+        await conn.close()
+        return None
 
     async def reset(self) -> None:
         """Close every direct connection; the next keyed call connects anew."""

@@ -35,6 +35,13 @@ def is_proxy(conn: psycopg.Connection[Any]) -> bool:
     return bool(row and row[0])
 
 
+def shard_location(dsn: str) -> str:
+    """A shard's location for a log line: host:port/dbname, never its credentials."""
+    words = conninfo_to_dict(dsn)
+    host = words.get("hostaddr") or words.get("host") or "local socket"
+    return f"{host}:{words.get('port') or 5432}/{words.get('dbname') or ''}"
+
+
 def shard_dsn(dsn: str, location: dict[str, str | None]) -> str:
     """``dsn`` with its location words replaced by a shard's (the others,
     credentials included, kept): a libpq key=value DSN."""
