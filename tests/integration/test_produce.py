@@ -493,6 +493,34 @@ def test_a_new_entry_log_is_a_new_postgresql_partition_and_old_entries_stay_read
     assert [m.value for m in received] == [f"m{i}".encode() for i in range(6)]
 
 
+def test_a_roll_that_an_open_append_would_hold_up_changes_nothing_and_waits_200ms(
+    client: txnq.Client, dsn: str
+) -> None:
+    """roll_entry_log_v4 (revision 0031) holds SHARE on txnq.entries so no
+    append routes a row with partitions it knew before the roll; a roll that
+    cannot have it (an application transaction holds an append open: here a
+    transaction holding ROW EXCLUSIVE, as an append's) gives up within its
+    200 ms, changes nothing, and the next roll rolls."""
+    client.admin.create_topic("orders", partitions=1)
+    database = databases(dsn)[0]
+    before = sql_value(database, "SELECT active_entry_log_id FROM txnq.config")
+    with psycopg.connect(database) as holder:  # a transaction, as an application's
+        holder.execute("LOCK TABLE txnq.entries IN ROW EXCLUSIVE MODE")
+        started = time.monotonic()
+        assert sql_value(database, "SELECT txnq.roll_entry_log_v4(true)") == before
+        assert time.monotonic() - started < 2.0
+        logs = sql_value(database, "SELECT count(*) FROM txnq.entry_logs")
+        holder.rollback()
+    assert sql_value(database, "SELECT count(*) FROM txnq.entry_logs") == logs
+    assert sql_value(database, "SELECT txnq.roll_entry_log_v4(true)") == before + 1
+    with client.producer("orders") as producer:
+        producer.send(b"after the roll", partition=0)
+    if databases(dsn) == [database]:  # one server: the append went to the new log
+        topic_id = client.admin.get_topic("orders").topic_id
+        query = "SELECT entry_log_id FROM txnq.entries WHERE topic_id = %s"
+        assert sql_value(database, query, (topic_id,)) == before + 1
+
+
 def test_rolling_the_entry_log_while_producers_append_loses_nothing(
     client: txnq.Client, dsn: str
 ) -> None:
