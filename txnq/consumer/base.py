@@ -482,6 +482,7 @@ class ConsumerBase(ConsumerSession):
         with self._cond:
             for p in partitions:
                 self._forget_partition(p)
+            self._seeks += 1  # a claim in flight now may hold pre-seek messages
             self._heartbeat_due = 0.0  # reload positions before the next fetch
             self._cond.notify_all()
         yield from self._delivery.after_seek_plan()

@@ -78,6 +78,7 @@ class ClaimDelivery(Delivery):
         if room <= 0:
             return 0
         policy = consumer._dead_letter_policy
+        seeks = consumer._seeks
         try:
             rows = yield Call(
                 "claim",
@@ -131,11 +132,19 @@ class ClaimDelivery(Delivery):
         if rows.__class__ is LenientRows:  # some values could not be decoded
             messages = yield from self._undecodable_plan([checked(m) for m in messages])
         with consumer._cond:
-            # Kept even when a seek happened meanwhile: these claims are this
-            # consumer's, whichever side of the seek they were made on (at
-            # worst a message is delivered twice; dropping it could strand it).
-            consumer._queue.extend(messages)
-            consumer._cond.notify_all()
+            # A seek that ran while this claim was in flight (it counts
+            # consumer._seeks under this lock) may have come before or after
+            # the claim read the cursor, and its release of this consumer's
+            # claims before or after the claim took these: give everything
+            # back again and claim afresh from the new position, as Pulsar's
+            # client drops what arrives during a seek.
+            overtaken = consumer._seeks != seeks
+            if not overtaken:
+                consumer._queue.extend(messages)
+                consumer._cond.notify_all()
+        if overtaken:
+            yield from retried_once(self._release_mine())
+            return 0
         return len(messages)
 
     def _undecodable_plan(self, messages: list[Message]) -> Plan[list[Message]]:

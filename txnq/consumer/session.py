@@ -80,6 +80,8 @@ class ConsumerSession(abc.ABC):
     _shards: dict[int, tuple[int, str]] | None = None
     _client_dsn: str = ""
     _shard_map_failed = False  # logged once
+    #: Seeks so far (txnq.consumer.claim_delivery drops a claim a seek overtook).
+    _seeks = 0
 
     def _direct_owner(self, settings: Settings) -> Owner:
         """Where the fetches and acks of a partition go directly (txnq.database.routes):
