@@ -589,6 +589,10 @@ class HeldXminResult:
         return self.rate_during / self.rate_before if self.rate_before else 0.0
 
 
+#: Seconds held_xmin's consumer waits for more after the producer finished.
+DRAIN_SECONDS = 5.0
+
+
 def held_xmin(
     dsn: str,
     *,
@@ -609,6 +613,7 @@ def held_xmin(
     with txnq.Client(dsn) as admin_client:
         admin_client.admin.create_topic(topic, partitions=4)
     stop = threading.Event()
+    producer_done = threading.Event()  # its last batch flushed (or it failed)
     consumed: list[float] = []
     produced: list[str] = []
     failures: list[str] = []
@@ -631,6 +636,8 @@ def held_xmin(
                         time.sleep(delay)
         except Exception as exc:  # reported, and the test fails on it
             failures.append(repr(exc))
+        finally:
+            producer_done.set()
 
     seen: set[str] = set()
 
@@ -640,12 +647,20 @@ def held_xmin(
                 txnq.Client(dsn) as c,
                 c.subscribe(topic, "steady", initial_position="earliest") as consumer,
             ):
-                while not stop.is_set() or len(seen) < len(produced):
+                # After the stop, read on until the producer's last batch (it
+                # flushes as it closes) is in, for at most DRAIN_SECONDS of
+                # silence: quitting at the first empty receive counted that
+                # batch as lost (50 = one batch, once in CI).
+                quiet_since: float | None = None
+                while not (producer_done.is_set() and len(seen) >= len(produced)):
                     msgs = consumer.batch_receive(500, timeout="200ms")
                     if not msgs:
-                        if stop.is_set():
-                            break
+                        if producer_done.is_set():
+                            quiet_since = quiet_since or time.monotonic()
+                            if time.monotonic() - quiet_since > DRAIN_SECONDS:
+                                break
                         continue
+                    quiet_since = None
                     last: dict[int, txnq.Message] = {}
                     for m in msgs:
                         last[m.message_id.partition] = m
