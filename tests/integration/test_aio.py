@@ -111,6 +111,39 @@ def test_async_transaction_commit_and_abort_seen_by_a_sync_consumer(
     assert reader.receive(timeout=0.5) is None
 
 
+def test_async_plain_bytes_in_a_transaction_keep_their_partition_and_outcome(
+    dsn: str, sync_client: txnq.Client
+) -> None:
+    """The asyncio face's hot path for a joined transaction's plain payloads:
+    partitions as asked, inside the transaction, bad partitions refused."""
+    reader = sync_client.subscribe("out", "reader", initial_position="earliest", **FAST)
+
+    async def main() -> list[int]:
+        async with AsyncClient(dsn) as client:
+            producer = await client.producer("out", batching_max_delay="10s")
+            pending = []
+            for outcome in ("abort", "commit"):
+                txn = await client.new_transaction()
+                pending = [
+                    await producer.send_async(f"{outcome}{i}".encode(), partition=i % 2, txn=txn)
+                    for i in range(20)
+                ]
+                for bad in (2, -1, True):
+                    with pytest.raises(errors.InvalidArgumentError, match="partition"):
+                        await producer.send_async(b"bad", partition=bad, txn=txn)
+                await (txn.abort() if outcome == "abort" else txn.commit())
+            with pytest.raises(errors.TransactionEndedError):
+                await producer.send_async(b"late", partition=0, txn=txn)
+            return [(await p).partition for p in pending]
+
+    assert arun(main) == [i % 2 for i in range(20)]
+    got = receive_messages(reader, 20)
+    assert sorted((m.partition, m.value) for m in got) == sorted(
+        (i % 2, f"commit{i}".encode()) for i in range(20)
+    )
+    assert reader.receive(timeout=0.5) is None
+
+
 def test_consume_transform_produce_exactly_once_across_faces(
     dsn: str, sync_client: txnq.Client
 ) -> None:

@@ -156,6 +156,48 @@ def test_send_async_in_a_transaction_is_flushed_by_commit(client: txnq.Client) -
     assert len(receive_messages(reader, 50)) == 50
 
 
+def test_plain_bytes_sent_async_in_a_transaction_keep_their_partition_and_outcome(
+    dsn: str, client: txnq.Client
+) -> None:
+    """send_async(bytes, partition=, txn=) takes the producer's hot path once
+    the producer joined the transaction: the messages still land on their
+    partitions, inside the transaction, and an aborted one is never seen."""
+    reader = client.subscribe("out", "reader", initial_position="earliest", **FAST)
+    producer = client.producer("out", batching_max_delay="10s")
+    for outcome in ("abort", "commit"):
+        txn = client.new_transaction()
+        pending = [
+            producer.send_async(f"{outcome}{i}".encode(), partition=i % 4, txn=txn)
+            for i in range(40)
+        ]
+        # Through the hot path, bad partitions are refused as on the checked one.
+        for bad in (4, -1, True, "0"):
+            with pytest.raises(errors.InvalidArgumentError, match="partition"):
+                producer.send_async(b"bad", partition=bad, txn=txn)  # type: ignore[arg-type]
+        if outcome == "abort":
+            txn.abort()
+        else:
+            txn.commit()
+    assert all(p.done() for p in pending)
+    assert [p.result(5).partition for p in pending] == [i % 4 for i in range(40)]
+    got = receive_messages(reader, 40)
+    assert sorted((m.partition, m.value) for m in got) == sorted(
+        (i % 4, f"commit{i}".encode()) for i in range(40)
+    )
+    assert_nothing_more(reader)
+    # A transaction of another client of the same database is accepted (the
+    # checked path), and one that ended is refused before anything is queued.
+    with txnq.Client(dsn) as other:
+        txn = other.new_transaction()
+        producer.send_async(b"other", partition=0, txn=txn)
+        producer.send_async(b"other", partition=1, txn=txn)
+        txn.commit()
+        with pytest.raises(errors.TransactionEndedError):
+            producer.send_async(b"late", partition=0, txn=txn)
+    assert sorted(m.value for m in receive_messages(reader, 2)) == [b"other", b"other"]
+    assert_nothing_more(reader)
+
+
 # -- atomicity -------------------------------------------------------------------
 
 

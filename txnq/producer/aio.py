@@ -22,14 +22,13 @@ from txnq.messages import MessageId
 from txnq.options import PRODUCER_OPTIONS, checked_options
 from txnq.producer.base import ProducerBase
 from txnq.producer.batch import message_columns
-from txnq.transaction.aio import checked_transaction
+from txnq.transaction.aio import Transaction, checked_transaction
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
 from txnq.transaction.protocol import AsyncTransaction, OutgoingMessage
 
 if TYPE_CHECKING:
     from txnq.client.aio import Client
-    from txnq.transaction.aio import Transaction
     from txnq.transaction.attached_aio import AttachedTransaction
 
 
@@ -119,6 +118,24 @@ class Producer(ProducerBase):
         ``batching_max_delay`` or when its batch is full; with ``txn``,
         ``txn.commit()`` flushes it first. A delayed message is written
         before this returns."""
+        if (
+            type(value) is bytes
+            and type(txn) is Transaction
+            and key is None
+            and properties is None
+            and event_time is None
+            and callback is None
+            and deliver_after is None
+            and deliver_at is None
+            and len(value) <= self._topic.max_message_bytes
+            and txn._client is self._client
+            and txn._joined_already(self)
+        ):
+            # The thousandth plain message of a client transaction this
+            # producer joined: the checks of _joined, _outgoing and
+            # _join_producer passed for its first one (the sync face's hot path).
+            await self._refresh(partition)
+            return await self._enqueue(OutgoingMessage(value, None, None, None, partition), txn)
         joined = self._joined(txn)
         message = self._outgoing(
             value, key, properties, event_time, partition, callback, deliver_after, deliver_at

@@ -24,12 +24,11 @@ from txnq.producer.routing import PARTITIONS_REFRESH_SECONDS
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
 from txnq.transaction.protocol import OutgoingMessage, SyncTransaction
-from txnq.transaction.sync import checked_transaction
+from txnq.transaction.sync import Transaction, checked_transaction
 
 if TYPE_CHECKING:
     from txnq.client.sync import Client
     from txnq.transaction.attached_sync import AttachedTransaction
-    from txnq.transaction.sync import Transaction
 
 
 class Producer(ProducerBase):
@@ -155,11 +154,9 @@ class Producer(ProducerBase):
         written before this returns."""
         if (
             type(value) is bytes
-            and txn is None
             and key is None
             and properties is None
             and event_time is None
-            and partition is None
             and callback is None
             and deliver_after is None
             and deliver_at is None
@@ -167,7 +164,18 @@ class Producer(ProducerBase):
         ):
             # The hot path: a plain payload, nothing to check or encode, and no
             # OutgoingMessage made for it (a third of send_async's time).
-            return self._enqueue(value, None, None)
+            if txn is None:
+                return self._enqueue(value, None, None, partition)
+            if (
+                type(txn) is Transaction
+                and txn._client is self._client
+                and txn._joined_already(self)
+            ):
+                # The thousandth message of a client transaction this producer
+                # joined: the checks of _joined and _join_producer passed for
+                # its first one (transactional produce queued at 8 us a
+                # message through them, docs/benchmarks.md).
+                return self._enqueue(value, None, txn, partition)
         joined = None if txn is None else self._joined(txn)
         message = self._outgoing(
             value, key, properties, event_time, partition, callback, deliver_after, deliver_at
@@ -252,19 +260,32 @@ class Producer(ProducerBase):
         return self._route(key, partition)
 
     def _enqueue(
-        self, payload: bytes, message: OutgoingMessage | None, txn: TransactionBase | None
+        self,
+        payload: bytes,
+        message: OutgoingMessage | None,
+        txn: TransactionBase | None,
+        partition: int | None = None,
     ) -> PendingSend:
-        """Queue one message (``message`` None: a plain ``payload``, see _add)."""
+        """Queue one message (``message`` None: a plain ``payload`` for
+        ``partition`` or round robin, see _add)."""
         with self._lock:
             self._check_usable()
+            key = None
+            if message is not None:
+                key, partition = message.key, message.partition
             if (
-                message is None or (message.key is None and message.partition is None)
-            ) and time.monotonic() - self._partitions_checked <= PARTITIONS_REFRESH_SECONDS:
-                target = self._round_robin  # _routed's answer, without its calls
-            elif message is None:
-                target = self._routed(None, None)
+                key is None
+                and time.monotonic() - self._partitions_checked <= PARTITIONS_REFRESH_SECONDS
+            ):
+                # _routed's answer, without its calls.
+                if partition is None:
+                    target = self._round_robin
+                elif type(partition) is int and 0 <= partition < self._partitions:
+                    target = partition
+                else:
+                    target = self._routed(None, partition)
             else:
-                target = self._routed(message.key, message.partition)
+                target = self._routed(key, partition)
             if self._pending >= self._max_pending:
                 self._wait_for_room()
             pending, wake = self._add(target, payload, message, txn)
