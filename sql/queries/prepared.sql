@@ -26,3 +26,14 @@ SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
   FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy,
        txnq.append_v5($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
                       $7::bytea[], $8::text[]::jsonb[], $9::timestamptz[], $10::integer, $11::bigint) AS a
+
+-- name: open_txn_prepared
+-- open_txn_unflushed (transactions.sql) as a prepared statement: tc_id
+-- (NULL: round robin), timeout_seconds.
+SELECT tc_id, txn_seq, timeout_at FROM txnq.open_txn_v3($1::integer, $2::double precision, true)
+
+-- name: end_and_complete_txn_prepared
+-- end_and_complete_txn (transactions.sql) as a prepared statement: txn_tc,
+-- txn_seq, commit, reason.
+SELECT state, reason, final_state
+  FROM txnq.end_and_complete_txn_v1($1::integer, $2::bigint, $3::boolean, $4::text)

@@ -163,3 +163,37 @@ def test_a_producer_sends_through_the_prepared_statement(
         names = connection.execute("SELECT name FROM pg_prepared_statements").fetchall()
     assert (STATEMENT.statement_name.decode(),) in names
     assert sql_value(dsn, "SELECT sum(message_count) FROM txnq.entries") == 3
+
+
+def test_a_transactions_open_and_commit_run_prepared_and_answer_as_the_cursor_queries(
+    dsn: str, client: txnq.Client, topic_id: int
+) -> None:
+    """open_txn_unflushed and end_and_complete_txn are called with named
+    parameters; their prepared forms take them in order and answer the same."""
+    opening = prepared.PREPARED["open_txn_unflushed"]
+    ending = prepared.PREPARED["end_and_complete_txn"]
+    assert opening.positional({"tc_id": 0}) is None  # a call that does not fit: the cursor's
+    assert ending.positional(("not", "named")) is None
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        io = SyncIO(lambda: conn)
+        opened = run(single(Call("open_txn_unflushed", {"tc_id": 0, "timeout_seconds": 30.5})), io)
+        by_cursor = conn.execute(
+            QUERIES["open_txn_unflushed"], {"tc_id": 0, "timeout_seconds": 30.5}
+        ).fetchone()
+        assert opening.statement_name in prepared._prepared_on[conn]
+        assert opened[0] == by_cursor[0] == 0 and opened[1] < by_cursor[1]
+        assert 25 < (opened[2] - datetime.now(UTC)).total_seconds() <= 31
+        for (tc, seq), commit in (((opened[0], opened[1]), True), (by_cursor[:2], False)):
+            params = {"txn_tc": tc, "txn_seq": seq, "commit": commit, "reason": "client"}
+            ended = run(single(Call("end_and_complete_txn", params)), io)
+            decided, final = ("COMMITTING", "COMMITTED") if commit else ("ABORTING", "ABORTED")
+            assert tuple(ended) == (decided, "client", final)
+        assert ending.statement_name in prepared._prepared_on[conn]
+        # An unknown transaction: the same txnq error as through a cursor.
+        params = {"txn_tc": 0, "txn_seq": 1 << 60, "commit": True, "reason": "client"}
+        with pytest.raises(errors.TransactionNotFoundError):
+            run(single(Call("end_and_complete_txn", params)), io)
+    with client.producer("prepared") as producer, client.new_transaction() as txn:
+        producer.send(b"in a transaction", partition=1, txn=txn)
+    assert txn.state == "COMMITTED"
+    assert sql_value(dsn, "SELECT sum(message_count) FROM txnq.entries WHERE marker IS NULL") == 1

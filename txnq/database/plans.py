@@ -335,9 +335,11 @@ def _pipelined(conn: psycopg.Connection[Any], call: Call) -> tuple[psycopg.Curso
 
 def _call(conn: psycopg.Connection[Any], call: Call) -> Any:
     statement = prepared.PREPARED.get(call.name)
-    if statement is not None and not isinstance(call.params, dict) and prepared.usable(conn):
+    if statement is not None and prepared.usable(conn):
         # The hot path (a single send): txnq.database.prepared says why.
-        return _shape(prepared.execute(conn, statement, call.params), call.result)
+        params = statement.positional(call.params)
+        if params is not None:
+            return _shape(prepared.execute(conn, statement, params), call.result)
     with conn.cursor(binary=call.binary) as cur:
         if call.messages:
             use_message_loaders(cur)

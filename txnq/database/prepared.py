@@ -51,15 +51,31 @@ _BYTEA_ARRAY = ByteaArrayBinaryDumper(ByteaArray)
 
 class PreparedStatement:
     """A named query of ``sql/queries/prepared.sql`` (``$n`` parameters with
-    their types cast in the text) run in place of the cursor query ``instead_of``."""
+    their types cast in the text) run in place of the cursor query
+    ``instead_of``. A cursor query called with named parameters names them in
+    ``keys``, in the order of ``$1``, ``$2``, ...; one called with a tuple
+    has none."""
 
-    __slots__ = ("instead_of", "name", "statement_name", "text")
+    __slots__ = ("instead_of", "keys", "name", "statement_name", "text")
 
-    def __init__(self, name: str, instead_of: str) -> None:
+    def __init__(self, name: str, instead_of: str, keys: tuple[str, ...] | None = None) -> None:
         self.name = name
         self.instead_of = instead_of
+        self.keys = keys
         self.statement_name = f"txnq_{name}".encode()  # the name PostgreSQL knows it by
         self.text = QUERIES[name].encode()
+
+    def positional(self, params: Any) -> Sequence[Any] | None:
+        """``params`` in ``$n`` order, or None when they do not fit this
+        statement (the cursor query runs instead)."""
+        if self.keys is None:
+            return None if isinstance(params, dict) else params
+        if not isinstance(params, dict) or len(params) != len(self.keys):
+            return None
+        try:
+            return [params[key] for key in self.keys]
+        except KeyError:
+            return None
 
 
 #: The cursor queries that have a prepared form, by the cursor query's name.
@@ -69,6 +85,15 @@ PREPARED: dict[str, PreparedStatement] = {
         PreparedStatement("append_prepared", "append_positional"),
         PreparedStatement("ack_lazy_prepared", "ack_lazy_positional"),
         PreparedStatement("append_prepared_unflushed", "append_positional_unflushed"),
+        # A client transaction's open and its commit: two of the three calls of
+        # a one-message transaction (the cursor's ~60 us of client CPU each,
+        # which with several clients in one process is GIL time the others wait for).
+        PreparedStatement("open_txn_prepared", "open_txn_unflushed", ("tc_id", "timeout_seconds")),
+        PreparedStatement(
+            "end_and_complete_txn_prepared",
+            "end_and_complete_txn",
+            ("txn_tc", "txn_seq", "commit", "reason"),
+        ),
     )
 }
 
