@@ -120,7 +120,6 @@ class Producer(ProducerBase):
         before this returns."""
         if (
             type(value) is bytes
-            and type(txn) is Transaction
             and key is None
             and properties is None
             and event_time is None
@@ -128,12 +127,19 @@ class Producer(ProducerBase):
             and deliver_after is None
             and deliver_at is None
             and len(value) <= self._topic.max_message_bytes
-            and txn._client is self._client
-            and txn._joined_already(self)
+            and (
+                txn is None
+                or (
+                    type(txn) is Transaction
+                    and txn._client is self._client
+                    and txn._joined_already(self)
+                )
+            )
         ):
-            # The thousandth plain message of a client transaction this
-            # producer joined: the checks of _joined, _outgoing and
-            # _join_producer passed for its first one (the sync face's hot path).
+            # A plain payload, outside a transaction or in a client transaction
+            # this producer joined (the checks of _joined and _join_producer
+            # passed for its first message): nothing to check or encode (the
+            # sync face's hot path).
             await self._refresh(partition)
             return await self._enqueue(OutgoingMessage(value, None, None, None, partition), txn)
         joined = self._joined(txn)
