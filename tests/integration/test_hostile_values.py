@@ -99,6 +99,12 @@ PROPERTIES: list[Any] = [
 ]
 
 
+#: Tables the shared consumer writes in the background (its redeliveries).
+BACKGROUND_TABLES = {"claims"}
+#: Attempts of a refused call whose window saw only such writes.
+BACKGROUND_RETRIES = 4
+
+
 class Walk:
     """Calls each entry with each value, and checks what escapes and what changed."""
 
@@ -115,26 +121,43 @@ class Walk:
         caller: Any = None,
         cleanup: Callable[[], object] | None = None,
     ) -> None:
-        before = fingerprint(self.watcher)
-        try:
-            call()
-        except errors.TxnqError:
-            after = fingerprint(self.watcher)
-            if after != before:
+        for attempt in range(1, BACKGROUND_RETRIES + 1):
+            before = fingerprint(self.watcher)
+            try:
+                call()
+            except errors.TxnqError:
+                after = fingerprint(self.watcher)
                 changed = [b[0] for b, a in zip(before[1:], after[1:], strict=False) if a != b]
-                self.writes.append(f"{label} (changed: {', '.join(changed) or 'the table list'})")
-            if caller is not None and caller.info.transaction_status != (
-                psycopg.pq.TransactionStatus.INTRANS
-            ):
-                self.writes.append(f"{label}: the caller's transaction failed")
+                if (
+                    after != before
+                    and set(changed) <= BACKGROUND_TABLES
+                    and attempt < BACKGROUND_RETRIES
+                ):
+                    # Maybe the shared consumer's redelivery of a message an
+                    # earlier accepted nack or reconsume_later put back (due
+                    # after its backoff; on a slow machine inside this
+                    # window): a refused call can run again, and one that
+                    # writes writes every time.
+                    continue
+                if after != before:
+                    self.writes.append(
+                        f"{label} (changed: {', '.join(changed) or 'the table list'})"
+                    )
+                if caller is not None and caller.info.transaction_status != (
+                    psycopg.pq.TransactionStatus.INTRANS
+                ):
+                    self.writes.append(f"{label}: the caller's transaction failed")
+                return
+            except Exception as exc:  # the point of this test: nothing else escapes
+                self.leaks.append(
+                    f"{label}: {type(exc).__module__}.{type(exc).__name__}: {exc}"[:300]
+                )
+                return
+            finally:
+                if cleanup is not None:
+                    cleanup()
+            self.accepted += 1
             return
-        except Exception as exc:  # the point of this test: nothing else escapes
-            self.leaks.append(f"{label}: {type(exc).__module__}.{type(exc).__name__}: {exc}"[:300])
-            return
-        finally:
-            if cleanup is not None:
-                cleanup()
-        self.accepted += 1
 
     def check(self) -> None:
         assert not self.leaks, "raw errors escaped:\n" + "\n".join(self.leaks)
