@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +32,8 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+
+from tests.one_ahead import OneAhead
 
 #: The command-line flag that turns the cluster pass on.
 OPTION = "--cluster"
@@ -157,7 +159,10 @@ class ClusterTemplate:
     _pool: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(SHARDS + 2, thread_name_prefix="cluster-pass")
     )
-    _next: Future[str] | None = None
+    _ahead: OneAhead = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._ahead = OneAhead(self._make, self._drop)
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -212,19 +217,12 @@ class ClusterTemplate:
     @contextmanager
     def clone(self) -> Iterator[str]:
         """The proxy DSN of a fresh cluster, dropped afterwards."""
-        ready, self._next = self._next, None
-        name = ready.result() if ready is not None else self._make()
-        self._next = self._pool.submit(self._make)
-        try:
+        with self._ahead.take() as name:
             yield self._dsn(self.proxy_server, name)
-        finally:
-            self._drop(name)
 
     def close(self) -> None:
         """Drop the cluster made ahead, if any, and stop the background threads."""
-        ready, self._next = self._next, None
-        if ready is not None and ready.exception() is None:
-            self._drop(ready.result())
+        self._ahead.close()
         self._pool.shutdown()
 
 

@@ -23,7 +23,6 @@ import socket
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,6 +34,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from tests import cluster_pass
+from tests.one_ahead import OneAhead
 
 if TYPE_CHECKING:
     from tests.helpers import Login
@@ -251,19 +251,15 @@ SELECT c.relname FROM pg_class c
 """
 
 
-class _Clones:
-    """Databases cloned from a template one test ahead, and dropped in the
-    background: a test's setup mostly finds its database ready and its
-    teardown does not wait for the drop (together about a second a test on a
-    slow disk, before)."""
+class _Clones(OneAhead):
+    """Clones of ``template`` on the session's server, one test ahead."""
 
     def __init__(self, server_dsn: str, template: str) -> None:
+        super().__init__(self._create, lambda name: _drop_database(server_dsn, name))
         self.server_dsn = server_dsn
         self.template = template
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="test-databases")
-        self._next: Future[str] | None = None
 
-    def _make(self) -> str:
+    def _create(self) -> str:
         name = f"txnq_t_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.server_dsn, autocommit=True) as conn:
             conn.execute(
@@ -275,20 +271,8 @@ class _Clones:
 
     @contextmanager
     def clone(self) -> Iterator[str]:
-        ready, self._next = self._next, None
-        name = ready.result() if ready is not None else self._make()
-        self._next = self._pool.submit(self._make)
-        try:
+        with self.take() as name:
             yield dsn_for_database(self.server_dsn, name)
-        finally:
-            self._pool.submit(_drop_database, self.server_dsn, name)
-
-    def close(self) -> None:
-        """Drop the database made ahead, and wait for every drop."""
-        ready, self._next = self._next, None
-        if ready is not None and ready.exception() is None:
-            self._pool.submit(_drop_database, self.server_dsn, ready.result())
-        self._pool.shutdown(wait=True)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
 from txnq.options import PRODUCER_OPTIONS, checked_options
 from txnq.producer.base import ProducerBase
-from txnq.producer.batch import message_columns
+from txnq.producer.batch import joined_already, message_columns, plain_payload
 from txnq.transaction.aio import Transaction, checked_transaction
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
@@ -118,28 +118,16 @@ class Producer(ProducerBase):
         ``batching_max_delay`` or when its batch is full; with ``txn``,
         ``txn.commit()`` flushes it first. A delayed message is written
         before this returns."""
-        if (
-            type(value) is bytes
-            and key is None
-            and properties is None
-            and event_time is None
-            and callback is None
-            and deliver_after is None
-            and deliver_at is None
-            and len(value) <= self._topic.max_message_bytes
-            and (
-                txn is None
-                or (
-                    type(txn) is Transaction
-                    and txn._client is self._client
-                    and txn._joined_already(self)
-                )
-            )
-        ):
-            # A plain payload, outside a transaction or in a client transaction
-            # this producer joined (the checks of _joined and _join_producer
-            # passed for its first message): nothing to check or encode (the
-            # sync face's hot path).
+        if plain_payload(
+            value,
+            self._topic.max_message_bytes,
+            key,
+            properties,
+            event_time,
+            callback,
+            deliver_after,
+            deliver_at,
+        ) and (txn is None or joined_already(txn, Transaction, self)):
             await self._refresh(partition)
             return await self._enqueue(OutgoingMessage(value, None, None, None, partition), txn)
         joined = self._joined(txn)

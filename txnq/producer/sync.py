@@ -19,7 +19,7 @@ from txnq.durations import Duration, Size
 from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
 from txnq.producer.base import ProducerBase
-from txnq.producer.batch import message_columns
+from txnq.producer.batch import joined_already, message_columns, plain_payload
 from txnq.producer.routing import PARTITIONS_REFRESH_SECONDS
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
@@ -152,30 +152,17 @@ class Producer(ProducerBase):
         With ``txn``, ``txn.commit()`` flushes it first. A delayed message
         (``deliver_after`` / ``deliver_at``, see ``send``) is not batched: it is
         written before this returns."""
-        if (
-            type(value) is bytes
-            and key is None
-            and properties is None
-            and event_time is None
-            and callback is None
-            and deliver_after is None
-            and deliver_at is None
-            and len(value) <= self._topic.max_message_bytes
-        ):
-            # The hot path: a plain payload, nothing to check or encode, and no
-            # OutgoingMessage made for it (a third of send_async's time).
-            if txn is None:
-                return self._enqueue(value, None, None, partition)
-            if (
-                type(txn) is Transaction
-                and txn._client is self._client
-                and txn._joined_already(self)
-            ):
-                # The thousandth message of a client transaction this producer
-                # joined: the checks of _joined and _join_producer passed for
-                # its first one (transactional produce queued at 8 us a
-                # message through them, docs/benchmarks.md).
-                return self._enqueue(value, None, txn, partition)
+        if plain_payload(
+            value,
+            self._topic.max_message_bytes,
+            key,
+            properties,
+            event_time,
+            callback,
+            deliver_after,
+            deliver_at,
+        ) and (txn is None or joined_already(txn, Transaction, self)):
+            return self._enqueue(value, None, txn, partition)
         joined = None if txn is None else self._joined(txn)
         message = self._outgoing(
             value, key, properties, event_time, partition, callback, deliver_after, deliver_at
