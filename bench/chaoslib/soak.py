@@ -50,6 +50,8 @@ SERVER_SETTINGS: dict[str, Any] = {
 }
 
 #: Every txnq table with its size and rows; the entry logs count as one.
+#: How long a sample waits for a table's lock before it gives way (above).
+SAMPLE_LOCK_TIMEOUT = "1s"
 TABLE_SIZES = """
 SELECT c.relname AS relation,
        CASE WHEN c.relkind = 'p'
@@ -131,6 +133,20 @@ def _sample(conn: psycopg.Connection[Any], started: float) -> Sample:
         rows[name] = int(row[0]) if row else 0
     logs = conn.execute(ENTRY_LOGS).fetchone()
     return Sample(time.monotonic() - started, sizes, rows, int(logs[0]) if logs else 0)
+
+
+def _sample_giving_way(conn: psycopg.Connection[Any], started: float) -> Sample | None:
+    """A sample, or None when the lifecycle's work got in its way: sizing a
+    table takes its AccessShareLock, one table after another in one
+    statement, so it can deadlock with a retention or compaction job taking
+    AccessExclusiveLocks in another order (seen once in CI, the sample the
+    victim). The sampler yields: it waits at most SAMPLE_LOCK_TIMEOUT for a
+    lock and tries again at the next sampling time, so the job goes on."""
+    try:
+        conn.execute(f"SET lock_timeout = '{SAMPLE_LOCK_TIMEOUT}'")
+        return _sample(conn, started)
+    except (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable):
+        return None
 
 
 def _verdicts(samples: list[Sample], seconds: float) -> list[Verdict]:
@@ -347,7 +363,9 @@ def soak(config: SoakConfig, progress: Any = None) -> SoakResult:
                     holder.rollback()
                     holder.close()
                     holder = None
-                samples.append(_sample(stats, started))
+                sample = _sample_giving_way(stats, started)
+                if sample is not None:
+                    samples.append(sample)
                 if progress is not None:
                     progress(min(now, config.seconds), config.seconds)
                 coordinator.check()

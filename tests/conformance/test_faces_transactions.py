@@ -143,10 +143,11 @@ def test_two_transactions_cannot_acknowledge_the_same_message(
 def test_commit_after_the_timeout_is_refused_and_aborts(client: Any, topic: Any) -> None:
     topic("out")
     reader = client.subscribe("out", "reader", initial_position="earliest", **FAST)
-    txn = client.new_transaction(timeout="300ms")
-    assert txn.timeout == pytest.approx(0.3)
-    client.producer("out").send(b"late", txn=txn)
-    time.sleep(0.4)
+    producer = client.producer("out")  # made first: the timeout is the send's alone
+    txn = client.new_transaction(timeout="1s")
+    assert txn.timeout == pytest.approx(1.0)
+    producer.send(b"late", txn=txn)
+    time.sleep(1.2)
     with pytest.raises(errors.TransactionTimedOutError):
         txn.commit()
     assert txn.state == "ABORTED"
