@@ -103,8 +103,8 @@ def test_a_negatively_acknowledged_message_is_delivered_again(
         **FAST,
     )
     (first,) = receive_messages(consumer, 1)
+    nacked_at = time.monotonic()  # before the call: the delay runs from within it
     consumer.negative_acknowledge(first)
-    nacked_at = time.monotonic()
     (second,) = receive_messages(consumer, 1, timeout=5)
     assert time.monotonic() - nacked_at >= 0.15
     assert second.message_id == first.message_id == sent
@@ -296,8 +296,8 @@ def test_a_nack_backoff_grows_the_redelivery_delay(client: Any, topic: Any) -> N
     (message,) = receive_messages(consumer, 1)
     gaps = []
     for expected in (0.1, 0.5):  # min_delay * multiplier ** redelivery_count, capped
+        nacked_at = time.monotonic()  # before the call: the delay runs from within it
         consumer.negative_acknowledge(message)
-        nacked_at = time.monotonic()
         (message,) = receive_messages(consumer, 1, timeout=5)
         gaps.append(time.monotonic() - nacked_at)
         assert gaps[-1] >= expected - 0.02
