@@ -96,6 +96,35 @@ BEGIN
     END IF;
 END $$;
 
+-- append_v6 (shard revision 0032) routed as append_v5, which the client
+-- called before. A decided append (p_decided: a client transaction's commit
+-- carrying its last batches) is refused: its decision and entries must
+-- commit in one PostgreSQL transaction, and through the proxy the decision
+-- and each partition's hop are transactions of their own. The client knows
+-- it talks to a proxy and commits the usual way (docs/transactions.md).
+CREATE OR REPLACE FUNCTION txnq.append_v6(
+    p_topic_id integer, p_partition integer, p_producer_id bigint, p_producer_epoch integer,
+    p_first_sequence bigint, p_payloads bytea[], p_keys bytea[] DEFAULT NULL,
+    p_properties jsonb[] DEFAULT NULL, p_event_times timestamptz[] DEFAULT NULL,
+    p_txn_tc integer DEFAULT NULL, p_txn_seq bigint DEFAULT NULL, p_decided boolean DEFAULT false,
+    OUT entry_offset bigint, OUT publish_time timestamptz, OUT duplicate boolean,
+    OUT roll_entry_log boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_decided IS DISTINCT FROM false THEN
+        RAISE EXCEPTION USING ERRCODE = 'TQ030',
+            MESSAGE = 'txnq.append_v6 with decided true is not supported through a txnq cluster proxy: '
+                      'a commit that carries its batches needs the decision and the entries in one '
+                      'PostgreSQL transaction, on one database',
+            HINT = 'append with decided false, then commit with txnq.end_and_complete_txn_v1 (what '
+                   'txnq''s client does through a proxy); nothing was written';
+    END IF;
+    SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
+      INTO entry_offset, publish_time, duplicate, roll_entry_log
+      FROM txnq.append_v5(p_topic_id, p_partition, p_producer_id, p_producer_epoch, p_first_sequence,
+                          p_payloads, p_keys, p_properties, p_event_times, p_txn_tc, p_txn_seq) a;
+END $$;
+
 CREATE OR REPLACE FUNCTION txnq_cluster.fetch_packed(
     p_topic_id integer, p_partition integer, p_subscription_id bigint, p_after_offset bigint,
     p_max_entries integer, p_max_bytes bigint, p_from_mark_delete boolean)

@@ -6,6 +6,7 @@
 -- Spark functions it routes.
 INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('append_v5', 'partition', 'produce, single and batched; idempotence and fencing on the owning shard'),
+    ('append_v6', 'partition', 'append_v5''s route (the client calls v6); decided appends refused'),
     ('fetch_v4', 'partition', 'exclusive and failover consume'),
     ('ack_v3', 'partition', 'individual and cumulative acks (outside a transaction)'),
     ('cursor_generation_v1', 'partition', 'a cumulative ack''s rewind check'),

@@ -115,7 +115,7 @@ SELECT coalesce(bool_and(pg_catalog.has_function_privilege(p.oid, 'EXECUTE')), f
        AND pg_catalog.to_regclass('txnq.transactions') IS NOT NULL AS usable
   FROM pg_catalog.pg_proc p
  WHERE p.pronamespace = pg_catalog.to_regnamespace('txnq')
-   AND p.proname IN ('append_v5', 'fetch_v4', 'ack_v3')
+   AND p.proname IN ('append_v6', 'fetch_v4', 'ack_v3')
 
 -- name: cluster_advertise
 -- On a proxy: where clients reach a shard (txnq_cluster.advertise); returns

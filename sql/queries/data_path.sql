@@ -2,7 +2,7 @@
 
 -- name: append
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v5(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
+  FROM txnq.append_v6(%(topic_id)s, %(partition)s, %(producer_id)s, %(epoch)s, %(first_sequence)s,
                       %(payloads)b, %(keys)b, %(properties)s::text[]::jsonb[], %(event_times)s,
                       %(txn_tc)s, %(txn_seq)s)
 
@@ -11,7 +11,7 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
 -- partition, producer_id, epoch, first_sequence, payloads, keys, properties,
 -- event_times, txn_tc, txn_seq.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v5(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
+  FROM txnq.append_v6(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s)
 
 -- name: append_positional_unflushed
 -- append_positional in a client transaction: committed without waiting for
@@ -20,7 +20,15 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
 -- transactions.sql says why that is safe).
 SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
   FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy,
-       txnq.append_v5(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s) AS a
+       txnq.append_v6(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s) AS a
+
+-- name: append_decided
+-- append_positional into the commit of its client transaction, made by the
+-- same PostgreSQL transaction just before (end_and_complete_txn first): a
+-- commit that carries the producer's last batches (txnq.producer.decided).
+-- Committed with that transaction, durably.
+SELECT entry_offset, publish_time, duplicate, roll_entry_log
+  FROM txnq.append_v6(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, true)
 
 -- name: roll_entry_log
 SELECT txnq.roll_entry_log_v3(%(force)s)

@@ -8,7 +8,7 @@
 -- partition, producer_id, epoch, first_sequence, payloads, keys, properties
 -- (JSON text), event_times, txn_tc, txn_seq.
 SELECT entry_offset, publish_time, duplicate, roll_entry_log
-  FROM txnq.append_v5($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
+  FROM txnq.append_v6($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
                       $7::bytea[], $8::text[]::jsonb[], $9::timestamptz[], $10::integer, $11::bigint)
 
 -- name: ack_lazy_prepared
@@ -24,7 +24,7 @@ SELECT txnq.ack_v3($1::integer, $2::integer, $3::bigint, $4::bigint, $5::bigint[
 -- parameters of append_prepared; committed without waiting for the WAL flush.
 SELECT a.entry_offset, a.publish_time, a.duplicate, a.roll_entry_log
   FROM pg_catalog.set_config('synchronous_commit', 'off', true) AS lazy,
-       txnq.append_v5($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
+       txnq.append_v6($1::integer, $2::integer, $3::bigint, $4::integer, $5::bigint, $6::bytea[],
                       $7::bytea[], $8::text[]::jsonb[], $9::timestamptz[], $10::integer, $11::bigint) AS a
 
 -- name: open_txn_prepared

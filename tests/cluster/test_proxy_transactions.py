@@ -137,6 +137,38 @@ def test_a_transaction_over_both_shards_commits_atomically(
         producer.close()
 
 
+def test_a_commit_with_its_batches_still_queued_writes_them_first_through_the_proxy(
+    cluster: Cluster, topic_name: Callable[[str], str]
+) -> None:
+    """On one database a commit carries the producer's queued batches
+    (txnq.producer.decided); through a proxy that would not be atomic across
+    shards, so the client writes them first and the commit is the usual one:
+    the proxy refuses a decided append (TQ030)."""
+    with txnq.Client(cluster.proxy) as client:
+        setup = Setup(client, cluster, topic_name)
+        producer = client.producer(setup.output, batching_max_delay="10s")
+        txn = client.new_transaction(timeout="1m")
+        for i, message in enumerate(setup.received):
+            producer.send_async(b"out-" + message.value, partition=i % 4, txn=txn)
+        txn.commit()
+        assert _states(cluster, txn.txn_id) == ["COMMITTED", "COMMITTED"]
+        out = _receive(setup.watcher, 4 * PER_PARTITION)
+        assert sorted(m.value for m in out) == sorted(b"out-" + m.value for m in setup.received)
+        with (
+            psycopg.connect(cluster.proxy, autocommit=True) as conn,
+            pytest.raises(psycopg.Error) as raised,
+        ):
+            conn.execute(
+                "SELECT * FROM txnq.append_v6(%s, 0, NULL, NULL, NULL, ARRAY['x']::bytea[], "
+                "NULL, NULL, NULL, %s, %s, true)",
+                (setup.output_id, *txn.txn_id),
+            )
+        assert raised.value.sqlstate == "TQ030"
+        assert _drain(setup.watcher) == []
+        producer.close()
+        setup.close()
+
+
 def test_an_aborted_transaction_over_both_shards_leaves_nothing(
     cluster: Cluster, topic_name: Callable[[str], str]
 ) -> None:

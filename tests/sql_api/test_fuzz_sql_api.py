@@ -445,6 +445,7 @@ ARGUMENTS: dict[tuple[str, str], Arg] = {
     ("p_commit", "boolean"): booleans,
     ("p_notify", "boolean"): booleans,
     ("p_unflushed", "boolean"): booleans,
+    ("p_decided", "boolean"): booleans,
     ("p_force", "boolean"): booleans,
     ("p_from_mark_delete", "boolean"): booleans,
     ("p_hand_out", "boolean"): booleans,

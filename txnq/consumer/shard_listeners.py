@@ -2,7 +2,7 @@
 cluster's proxy (docs/cluster.md).
 
 An append notifies ``txnq_topic_<id>`` on the server that runs it
-(``append_v5``, when a consumer registered as a waiter: through a proxy
+(``append_v6``, when a consumer registered as a waiter: through a proxy
 ``register_waiters_v1`` runs on every shard), and a LISTEN on the proxy never
 hears a shard's NOTIFY. So a consumer through a proxy LISTENs on a connection
 of its own to each shard that owns one of the partitions it waits for, as a

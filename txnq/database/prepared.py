@@ -1,7 +1,7 @@
 """The hottest calls, run as statements prepared once per connection and
 executed through libpq directly.
 
-A single ``send()`` is one call of ``txnq.append_v5`` (and a consumer's
+A single ``send()`` is one call of ``txnq.append_v6`` (and a consumer's
 acknowledgement outside a transaction one of ``txnq.ack_v3``). Through a
 psycopg cursor that call cost about 60 us of client CPU more than the statement
 itself on the machine of docs/benchmarks.md (about a third of the producer's

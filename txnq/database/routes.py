@@ -55,7 +55,7 @@ log = logging.getLogger("txnq.cluster")
 #: Why a shard that let the client in is not used directly (the named query
 #: cluster_direct_route_usable said no).
 _NOT_USABLE = RuntimeError(
-    "the client's role may not run txnq's append_v5, fetch_v4 and ack_v3 there, or the "
+    "the client's role may not run txnq's append_v6, fetch_v4 and ack_v3 there, or the "
     "database holds no txnq schema: grant the role txnq_client on the shard (docs/security.md)"
 )
 

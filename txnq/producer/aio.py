@@ -21,7 +21,8 @@ from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
 from txnq.options import PRODUCER_OPTIONS, checked_options
 from txnq.producer.base import ProducerBase
-from txnq.producer.batch import joined_already, message_columns, plain_payload
+from txnq.producer.batch import EntryBatch, joined_already, message_columns, plain_payload
+from txnq.producer.decided import carried_commit_plan, fail_carried, settle_carried, take_for_commit
 from txnq.transaction.aio import Transaction, checked_transaction
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
@@ -46,6 +47,7 @@ class Producer(ProducerBase):
     _wake: asyncio.Event
     _room: asyncio.Event
     _flusher: asyncio.Task[None]
+    _one_database: bool
 
     @classmethod
     async def _open(
@@ -74,6 +76,8 @@ class Producer(ProducerBase):
         self._owners = await arun(
             owners_plan(client, self._topic.topic_id, self._topic.partitions), self._io
         )
+        # One database, not a cluster's proxy: a commit may carry its batches.
+        self._one_database = not await arun(client._cluster_proxy_plan(), self._io)
         self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
         client._children.append(self)
         return self
@@ -283,7 +287,33 @@ class Producer(ProducerBase):
 
     async def _flush_locked(self, partition: int) -> None:
         """Write the partition's queued batches, in order (the I/O lock is held)."""
-        batches = self._take(partition)
+        await self._write_taken(partition, self._take(partition))
+
+    async def _commit_with(self, txn: TransactionBase) -> bool:
+        """``await txn.commit()``: as the sync producer's ``_commit_with``."""
+        async with self._io_lock:
+            taken = take_for_commit(self, txn, self._one_database)
+            if taken is None:
+                return False
+            try:
+                carried = await arun(carried_commit_plan(self, txn, taken), self._io)
+            except BaseException as exc:
+                fail_carried(self, taken, exc)
+                self._room.set()
+                raise
+            if carried is None:
+                for partition, batch in taken:
+                    await self._write_taken(partition, [batch])
+                return False
+            settle_carried(self, taken, carried.offsets)
+            self._room.set()
+        for partition, batch in taken:
+            self._run_callbacks(partition, batch)
+        txn._committed_with_batches(carried.state, carried.reason)
+        return True
+
+    async def _write_taken(self, partition: int, batches: list[EntryBatch]) -> None:
+        """Write batches taken from the partition's queue, in order (the I/O lock is held)."""
         for index, batch in enumerate(batches):
             try:
                 await arun(self._write_plan(partition, batch), self._io)

@@ -1,6 +1,6 @@
 """The producer: routes messages to partitions, batches them in a client-side
 pending queue (one batch per partition becomes one entry), and appends each
-batch with one call of ``txnq.append_v5``.
+batch with one call of ``txnq.append_v6``.
 
 Idempotent by default, as Kafka's producer: the producer has an id and an
 epoch, and numbers the messages of each partition in sequence. A batch whose
@@ -405,7 +405,7 @@ class ProducerBase:
         txn: TransactionBase | None = None,
         deliver_at: datetime | None = None,
     ) -> Plan[int]:
-        """One call of append_v5 (append_delayed_v2 with ``deliver_at``; the
+        """One call of append_v6 (append_delayed_v2 with ``deliver_at``; the
         face holds its I/O lock); the entry offset.
 
         A broken connection leaves the outcome unknown: reconnect and retry the
@@ -511,7 +511,7 @@ class ProducerBase:
 
     def _expired(self, exc: psycopg.Error) -> bool:
         """Did the append fail because this (non-transactional) producer's
-        registration was purged? append_v5 says TQ005 "... is not registered
+        registration was purged? append_v6 says TQ005 "... is not registered
         on topic ..." then, and nothing of the batch was written."""
         return (
             exc.sqlstate == INVALID_ARGUMENT

@@ -19,7 +19,8 @@ from txnq.durations import Duration, Size
 from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
 from txnq.producer.base import ProducerBase
-from txnq.producer.batch import joined_already, message_columns, plain_payload
+from txnq.producer.batch import EntryBatch, joined_already, message_columns, plain_payload
+from txnq.producer.decided import carried_commit_plan, fail_carried, settle_carried, take_for_commit
 from txnq.producer.routing import PARTITIONS_REFRESH_SECONDS
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
@@ -94,6 +95,8 @@ class Producer(ProducerBase):
             self._owners = run(
                 owners_plan(client, self._topic.topic_id, self._topic.partitions), self._io
             )
+            # One database, not a cluster's proxy: a commit may carry its batches.
+            self._one_database = not run(client._cluster_proxy_plan(), self._io)
         except BaseException:
             self._proxy.close()
             raise
@@ -358,18 +361,51 @@ class Producer(ProducerBase):
         with self._io_lock:
             with self._cond:
                 batches = self._take(partition)
-            for index, batch in enumerate(batches):
-                try:
-                    run(self._write_plan(partition, batch), self._io)
-                except BaseException as exc:
-                    with self._cond:
-                        failure = self._write_failed(exc, batches, index)
-                    raise failure from exc
-                finally:
-                    with self._cond:
-                        self._pending -= len(batch.payloads)
-                        self._cond.notify_all()
-                self._run_callbacks(partition, batch)
+            self._write_taken(partition, batches)
+
+    def _commit_with(self, txn: TransactionBase) -> bool:
+        """``txn.commit()``: commit it with this producer's last batches of it
+        (txnq.producer.decided). False when the commit cannot carry what is
+        queued, or did not go through: nothing of it was written then, what it
+        took is written here the usual way, and the caller commits."""
+        with self._io_lock:
+            with self._cond:
+                taken = take_for_commit(self, txn, self._one_database)
+            if taken is None:
+                return False
+            try:
+                carried = run(carried_commit_plan(self, txn, taken), self._io)
+            except BaseException as exc:
+                with self._cond:
+                    fail_carried(self, taken, exc)
+                    self._cond.notify_all()
+                raise
+            if carried is None:
+                for partition, batch in taken:
+                    self._write_taken(partition, [batch])
+                return False
+            with self._cond:
+                settle_carried(self, taken, carried.offsets)
+                self._cond.notify_all()
+        for partition, batch in taken:
+            self._run_callbacks(partition, batch)
+        txn._committed_with_batches(carried.state, carried.reason)
+        return True
+
+    def _write_taken(self, partition: int, batches: list[EntryBatch]) -> None:
+        """Write batches taken from the partition's queue, in order (the I/O lock is held)."""
+        for index, batch in enumerate(batches):
+            try:
+                run(self._write_plan(partition, batch), self._io)
+            except BaseException as exc:
+                with self._cond:
+                    failure = self._write_failed(exc, batches, index)
+                raise failure from exc
+            finally:
+                with self._cond:
+                    self._pending -= len(batch.payloads)
+                    self._cond.notify_all()
+            self._run_callbacks(partition, batch)
 
     def _reconnect(self) -> None:
         self._routes.reset()

@@ -5,7 +5,7 @@ Each writer is an idempotent producer of its own name (one per transaction,
 and per Spark task partition on executors) whose sequence numbers start at 0
 in every attempt and whose batches are cut at fixed sizes per partition. A
 retried task therefore sends the same batches with the same sequence numbers,
-and ``append_v5`` recognises the ones an earlier attempt wrote: the
+and ``append_v6`` recognises the ones an earlier attempt wrote: the
 transaction holds every row once (Spark requires a task's input to be
 deterministic for retries anyway).
 """

@@ -54,9 +54,19 @@ class Transaction(TransactionBase):
         (``wait=True``) run the marker phase (see ``txnq.Transaction.commit``)."""
         async with self._lock:
             self._check_commit(wait)
-            for producer in list(self._producers):
+            producers = list(self._producers)
+            # As the sync face: the last producer's last batches may ride
+            # with the decision (txnq.producer.decided).
+            carrier = producers[-1] if producers and self._carries_batches(wait) else None
+            for producer in producers:
+                if producer is not carrier:
+                    with contextlib.suppress(errors.TxnqError):
+                        await producer.flush()
+            if carrier is not None:
                 with contextlib.suppress(errors.TxnqError):
-                    await producer.flush()
+                    if await carrier._commit_with(self):
+                        return
+                    await carrier.flush()
             await self._run(self._commit_plan(wait=wait))
 
     async def abort(self) -> None:

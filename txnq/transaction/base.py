@@ -281,6 +281,24 @@ class TransactionBase:
             failpoint("client_after_decision")
             if wait:
                 yield from self._complete_plan()
+        self._ended(commit, state)
+
+    def _carries_batches(self, wait: bool) -> bool:
+        """Whether commit() may carry its producer's last batches
+        (txnq.producer.decided): the fast path of :meth:`_end_plan`, with
+        no send failed."""
+        return wait and self._failure is None and not armed("client_after_decision")
+
+    def _committed_with_batches(self, state: str, reason: str | None) -> None:
+        """A producer's commit that carried its batches went through
+        (txnq.producer.decided): the transaction is COMMITTED."""
+        self._state, self._reason = "COMMITTED", reason
+        self._ended(True, state)
+
+    def _ended(self, commit: bool, state: str) -> None:
+        """After the decision (``state``, as the server answered it): the
+        consumers rewind or forget the transaction, and a commit that was
+        aborted, or an abort of a committed transaction, raises why."""
         if state in ("ABORTING", "ABORTED"):
             self._rewind_consumers()
         else:

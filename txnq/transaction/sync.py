@@ -61,9 +61,19 @@ class Transaction(TransactionBase):
         """
         with self._lock:
             self._check_commit(wait)
-            for producer in list(self._producers):
+            producers = list(self._producers)
+            # The last producer's last batches may ride with the decision
+            # (txnq.producer.decided); the others' are written first.
+            carrier = producers[-1] if producers and self._carries_batches(wait) else None
+            for producer in producers:
+                if producer is not carrier:
+                    with contextlib.suppress(errors.TxnqError):
+                        producer.flush()
+            if carrier is not None:
                 with contextlib.suppress(errors.TxnqError):
-                    producer.flush()
+                    if carrier._commit_with(self):
+                        return
+                    carrier.flush()
             self._run(self._commit_plan(wait=wait))
 
     def abort(self) -> None:
