@@ -72,7 +72,12 @@ class Batch:
     """Several calls in one round trip: in one PostgreSQL transaction
     (``atomic``, all or nothing) or pipelined (``pipeline``). The result is
     the list of the calls' results. With ``atomic``, ``check(results)`` runs
-    before the commit and may raise to roll the whole batch back."""
+    before the commit and may raise to roll the whole batch back. A
+    ``pipeline`` on one autocommit connection ends in one sync, and the
+    extended protocol runs everything up to a sync as one implicit
+    transaction: one commit, and a failed call rolls back the calls before
+    it and skips the rest (txnq.producer.decided counts on that; through a
+    cluster's routes the calls of each shard are such a transaction)."""
 
     calls: Sequence[Call]
     atomic: bool = False
