@@ -491,10 +491,10 @@ class ProducerBase:
         offset, _publish_time, _duplicate, roll_entry_log = row
         self._next_sequence[partition] = first_sequence + len(payloads)
         if txn is None:
-            # A durable commit flushes the WAL before it, every unflushed append too.
-            self._unflushed.clear()
+            self._unflushed.clear()  # a durable commit flushed every unflushed append too
         else:
             self._unflushed.add(partition)
+            txn._wrote = True  # its commit carries no batch now (txnq.producer.decided)
         if roll_entry_log:
             try:
                 yield Call("roll_entry_log", {"force": False}, "none")

@@ -7,9 +7,11 @@ and then send the decision, whose marker phase undid that registration
 partition by partition: a round trip and a PostgreSQL transaction per
 partition, and one more for the decision.
 
-When the last producer that joined the transaction still holds its last
+When the last producer that joined the transaction still holds its
 batches for it (at most one per partition, nothing else queued: what a
-transaction producing less than a batch per partition leaves), the commit
+transaction producing less than a batch per partition leaves) and nothing
+of the transaction is on the server yet but its open (no entry written, no
+acknowledgement: TransactionBase._carries_batches says why), the commit
 carries them instead: ``txnq.end_and_complete_txn_v1`` first, then each batch
 with ``txnq.append_v6(..., decided => true)``, as one pipeline with one sync:
 one round trip, and -- on the producer's autocommit connection -- one
@@ -73,8 +75,8 @@ def take_for_commit(
     a batch of something else, a partition with several, nothing queued, a
     producer that failed, or a cluster's proxy (``one_database`` false). The
     face holds its I/O lock and its lock."""
-    if not one_database or producer._failure is not None or producer._closed:
-        return None
+    if not one_database or txn._wrote or producer._failure is not None or producer._closed:
+        return None  # (txn._wrote: this producer's thread may have written a batch of it)
     partitions = sorted({*producer._sealed, *producer._batches})
     for partition in partitions:
         queued = list(producer._sealed.get(partition, []))

@@ -64,7 +64,8 @@ class Transaction(TransactionBase):
                         await producer.flush()
             if carrier is not None:
                 with contextlib.suppress(errors.TxnqError):
-                    if await carrier._commit_with(self):
+                    # Still nothing written (the others may have flushed some).
+                    if self._carries_batches(wait) and await carrier._commit_with(self):
                         return
                     await carrier.flush()
             await self._run(self._commit_plan(wait=wait))

@@ -118,6 +118,9 @@ class TransactionBase:
         self._consumers: list[Any] = []
         self._bound: tuple[str, int] | None = None
         self._failure: BaseException | None = None
+        # An append of it was written (txnq.producer.decided: no batch rides
+        # the commit then).
+        self._wrote = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.txn_id}, {self._state.lower()})"
@@ -285,9 +288,20 @@ class TransactionBase:
 
     def _carries_batches(self, wait: bool) -> bool:
         """Whether commit() may carry its producer's last batches
-        (txnq.producer.decided): the fast path of :meth:`_end_plan`, with
-        no send failed."""
-        return wait and self._failure is None and not armed("client_after_decision")
+        (txnq.producer.decided): the fast path of :meth:`_end_plan`, no
+        send failed, and nothing of it on the server yet but its open -- no
+        entry written, no acknowledgement -- so that the commit takes its
+        locks in the protocol's order (the transaction row, then head rows
+        in partition order): a marker phase or acks applied before the
+        carried appends would lock head rows or cursors first, which two
+        such commits could take in opposite orders."""
+        return (
+            wait
+            and self._failure is None
+            and not self._wrote
+            and not self._consumers
+            and not armed("client_after_decision")
+        )
 
     def _committed_with_batches(self, state: str, reason: str | None) -> None:
         """A producer's commit that carried its batches went through

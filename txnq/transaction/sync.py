@@ -71,7 +71,8 @@ class Transaction(TransactionBase):
                         producer.flush()
             if carrier is not None:
                 with contextlib.suppress(errors.TxnqError):
-                    if carrier._commit_with(self):
+                    # Still nothing written (the others may have flushed some).
+                    if self._carries_batches(wait) and carrier._commit_with(self):
                         return
                     carrier.flush()
             self._run(self._commit_plan(wait=wait))
