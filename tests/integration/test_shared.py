@@ -31,6 +31,7 @@ from tests.helpers import (
     wait_until,
 )
 from txnq import errors
+from txnq.database import plans
 
 FAST = {"poll_interval": "100ms"}
 
@@ -1128,3 +1129,40 @@ def test_two_transactions_acknowledging_one_message_at_once_conflict(
         assert again.message_id == message.message_id
         a.acknowledge(again)
     assert cursor_and_claims(dsn) == ([0], 0)
+
+
+def test_a_seek_that_overtakes_a_claim_in_flight_drops_what_the_claim_took(
+    client: txnq.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving the cluster pass once caught by chance (m0 and m1
+    delivered after a seek to m2), made deterministic: the seek runs after a
+    claim has taken messages at the old position and before they are queued.
+    The consumer must give them back and claim afresh from the new position
+    (txnq.consumer.claim_delivery, as Pulsar's client drops what arrives
+    during a seek)."""
+    client.admin.create_topic("jobs")
+    with client.producer("jobs") as producer:
+        ids = [producer.send(f"m{i}".encode()) for i in range(6)]
+    subscribed = threading.Event()
+    holder: dict[str, Any] = {}
+    original = plans._call
+    seeks: list[int] = []
+
+    def claim_then_seek(conn: Any, call: Any) -> Any:
+        result = original(conn, call)
+        if call.name == "claim" and result and not seeks:
+            assert subscribed.wait(10)
+            holder["consumer"].seek(ids[3])  # while the claim's messages are in flight
+            seeks.append(len(result))
+        return result
+
+    monkeypatch.setattr(plans, "_call", claim_then_seek)
+    consumer = shared(client)
+    holder["consumer"] = consumer
+    subscribed.set()
+    with consumer:
+        received = receive_messages(consumer, 3)
+        assert seeks and seeks[0] >= 1  # the claim took messages before the seek
+        assert [m.value for m in received] == [b"m3", b"m4", b"m5"]
+        consumer.acknowledge(received)
+        assert_nothing_more(consumer, 0.3)
