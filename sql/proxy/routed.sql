@@ -430,7 +430,15 @@ RETURNS SETOF integer
 LANGUAGE plproxy AS $$
     CLUSTER 'txnq';
     RUN ON ALL;
-    SELECT txnq.roll_entry_log_v3(p_force);
+    SELECT txnq.roll_entry_log_v4(p_force);
+$$;
+
+-- v4 (shard revision 0031: the roll holds SHARE on txnq.entries) is what the
+-- client calls; v3, a wrapper of v4 on the shards, stays for older clients.
+CREATE OR REPLACE FUNCTION txnq.roll_entry_log_v4(p_force boolean DEFAULT false)
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT max(r) FROM txnq_cluster.roll_entry_log_all(p_force) r
 $$;
 
 CREATE OR REPLACE FUNCTION txnq.roll_entry_log_v3(p_force boolean DEFAULT false)

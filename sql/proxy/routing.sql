@@ -23,6 +23,8 @@ INSERT INTO txnq_cluster.routing (function_name, rule, note) VALUES
     ('close_consumer_v1', 'all', 'consumer sessions live on every shard'),
     ('unsubscribe_v2', 'all', 'subscriptions live on every shard'),
     ('register_waiters_v1', 'all', 'harmless: a proxy client polls (a shard''s NOTIFY does not reach the proxy)'),
+    ('roll_entry_log_v4', 'all', 'an append''s hint (v3 for older clients): each shard rolls its own entry '
+                                  'log if full or old; the answer (largest active log id) is not compared'),
     ('roll_entry_log_v3', 'all', 'an append''s hint: each shard rolls its own entry log if full or old; '
                                   'the answer (largest active log id) is not compared'),
     ('heartbeat_consumer_v2', 'all', 'the lease is renewed on every shard; live consumers from shard 0'),

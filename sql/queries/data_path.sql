@@ -31,7 +31,7 @@ SELECT entry_offset, publish_time, duplicate, roll_entry_log
   FROM txnq.append_v6(%s, %s, %s, %s, %s, %b, %b, %s::text[]::jsonb[], %s, %s, %s, true)
 
 -- name: roll_entry_log
-SELECT txnq.roll_entry_log_v3(%(force)s)
+SELECT txnq.roll_entry_log_v4(%(force)s)
 
 -- name: register_producer
 SELECT producer_id, epoch, partition, last_sequence
