@@ -380,6 +380,7 @@ def test_a_coordinator_stops_on_whichever_line_of_its_wait_sigterm_lands(
 #: Every coordinator row, locked until the holding transaction ends: a worker
 #: that takes coordinators over then waits to record itself as their owner.
 LOCK_COORDINATOR_ROWS = "SELECT tc_id FROM txnq.coordinators FOR UPDATE"
+RECORDED_OWNERS = "SELECT count(*) FROM txnq.coordinators WHERE owner IS NOT NULL"
 WAITING_ON_A_LOCK = """
 SELECT count(*) FROM pg_stat_activity
  WHERE application_name = %s AND wait_event_type = 'Lock'
@@ -392,14 +393,23 @@ def test_a_coordinator_stuck_on_a_lock_at_sigterm_still_releases_within_the_boun
     bound = 4.0
     a = workers("coordinator", dsn)
     wait_for_leases(dsn, lambda h: list(h) == [a.application_name] and all_16_held(h), "A")
+    # A takes its leases (advisory locks, what wait_for_leases sees) before it
+    # records itself as their owner: lock the rows only once it has, or A
+    # waits on them instead of B (and never hands B a share). CI met that.
+    wait_until(
+        lambda: sql(dsn, RECORDED_OWNERS)[0][0] == 16, timeout=20, what="A recorded as owner"
+    )
     with psycopg.connect(dsn) as holder:
         holder.execute(LOCK_COORDINATOR_ROWS)  # the transaction stays open
         b = workers("coordinator", dsn, TXNQ_SHUTDOWN_TIMEOUT_SECONDS=str(bound))
-        wait_until(
-            lambda: sql(dsn, WAITING_ON_A_LOCK, (b.application_name,))[0][0] == 1,
-            timeout=60,
-            what="B waits to record the coordinators it took",
-        )
+        try:
+            wait_until(
+                lambda: sql(dsn, WAITING_ON_A_LOCK, (b.application_name,))[0][0] == 1,
+                timeout=60,
+                what="B waits to record the coordinators it took",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nA:\n{a.text()}\nB:\n{b.text()}") from None
         started = time.monotonic()
         b.process.send_signal(signal.SIGTERM)
         try:
