@@ -47,7 +47,6 @@ class Producer(ProducerBase):
     _wake: asyncio.Event
     _room: asyncio.Event
     _flusher: asyncio.Task[None]
-    _one_database: bool
 
     @classmethod
     async def _open(
@@ -76,8 +75,9 @@ class Producer(ProducerBase):
         self._owners = await arun(
             owners_plan(client, self._topic.topic_id, self._topic.partitions), self._io
         )
-        # One database, not a cluster's proxy: a commit may carry its batches.
-        self._one_database = not await arun(client._cluster_proxy_plan(), self._io)
+        # Read once per client: on one database, not a cluster's proxy, a
+        # commit may carry its batches (take_for_commit).
+        await arun(client._cluster_proxy_plan(), self._io)
         self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
         client._children.append(self)
         return self
@@ -292,7 +292,7 @@ class Producer(ProducerBase):
     async def _commit_with(self, txn: TransactionBase) -> bool:
         """``await txn.commit()``: as the sync producer's ``_commit_with``."""
         async with self._io_lock:
-            taken = take_for_commit(self, txn, self._one_database)
+            taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
             if taken is None:
                 return False
             try:

@@ -70,10 +70,10 @@ def take_for_commit(
     producer: ProducerBase, txn: TransactionBase, one_database: bool
 ) -> Taken | None:
     """The batches of ``txn`` that its commit can carry, taken from the queue
-    (partition order: the head rows are locked as the marker phase locks
-    them); None, taking nothing, when the commit cannot carry what is queued:
-    a batch of something else, a partition with several, nothing queued, a
-    producer that failed, or a cluster's proxy (``one_database`` false). The
+    in partition order (head rows are locked in the protocol's order); None,
+    taking nothing, when the commit cannot carry what is queued: a batch of
+    something else, a partition with several, nothing queued, a producer
+    that failed, or a cluster's proxy (``one_database`` false). The
     face holds its I/O lock and its lock."""
     if not one_database or txn._wrote or producer._failure is not None or producer._closed:
         return None  # (txn._wrote: this producer's thread may have written a batch of it)

@@ -95,8 +95,9 @@ class Producer(ProducerBase):
             self._owners = run(
                 owners_plan(client, self._topic.topic_id, self._topic.partitions), self._io
             )
-            # One database, not a cluster's proxy: a commit may carry its batches.
-            self._one_database = not run(client._cluster_proxy_plan(), self._io)
+            # Read once per client: on one database, not a cluster's proxy, a
+            # commit may carry its batches (take_for_commit).
+            run(client._cluster_proxy_plan(), self._io)
         except BaseException:
             self._proxy.close()
             raise
@@ -370,7 +371,7 @@ class Producer(ProducerBase):
         took is written here the usual way, and the caller commits."""
         with self._io_lock:
             with self._cond:
-                taken = take_for_commit(self, txn, self._one_database)
+                taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
             if taken is None:
                 return False
             try:
