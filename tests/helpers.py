@@ -39,6 +39,16 @@ def sql_value(dsn: str, query: str, params: Any = None) -> Any:
     return rows[0][0]
 
 
+def expire_transaction(dsn: str, txn_id: tuple[int, int]) -> None:
+    """Move a transaction's timeout into the past, as if it had run too long."""
+    sql(
+        dsn,
+        "UPDATE txnq.transactions SET timeout_at = now() - interval '1 s' "
+        "WHERE tc_id = %s AND txn_seq = %s",
+        tuple(txn_id),
+    )
+
+
 def databases(dsn: str) -> list[str]:
     """The databases that hold the txnq tables behind ``dsn``: ``dsn`` itself,
     or, when ``dsn`` is a cluster's proxy (the cluster pass,

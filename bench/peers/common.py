@@ -82,6 +82,12 @@ OPERATIONS = (
     Operation(
         "txn_produce", f"transactional produce, {BATCH} messages per transaction", "insert_1000"
     ),
+    Operation(
+        "txn_produce_in_flight",
+        f"transactional produce, {BATCH} messages per transaction, the next one queued while "
+        "the commit before runs (commit_async)",
+        "insert_1000",
+    ),
     Operation("ctp", f"consume-transform-produce, {CTP_BATCH} messages per transaction", "ctp"),
 )
 

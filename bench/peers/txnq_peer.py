@@ -130,6 +130,10 @@ def run(dsn: str, cfg: Config, data: list[bytes], progress: Any) -> PeerRun:
         result.rates["txn_produce"] = produce_transactional(
             client, "txn", cfg.ctp_messages, data, cfg.seconds
         )
+        progress("transactional produce, commits in flight")
+        result.rates["txn_produce_in_flight"] = produce_transactional(
+            client, "txn", cfg.ctp_messages, data, cfg.seconds, in_flight=True
+        )
         progress("consume-transform-produce")
         fill(client, "ctp-in", cfg.ctp_messages, data)
         try:

@@ -54,7 +54,14 @@ def test_smoke_run_reports_every_peer(
             assert cell["skipped"], op.key
         else:
             assert cell["msgs_per_s"] > 0 and cell["ratio"] > 0, op.key
-    for key in ("send_single", "send_batch", "consume_ack", "txn_produce", "ctp"):
+    for key in (
+        "send_single",
+        "send_batch",
+        "consume_ack",
+        "txn_produce",
+        "txn_produce_in_flight",
+        "ctp",
+    ):
         assert operations[key]["txnq"]["msgs_per_s"] is not None, key
 
     # Commit latencies of txnq next to raw INSERT + COMMIT, from the same run.
@@ -63,6 +70,7 @@ def test_smoke_run_reports_every_peer(
         assert transactions[key]["count"] > 0, key
         assert 0 < transactions[key]["p50"] <= transactions[key]["p99"], key
     assert transactions["txn_produce_of_send_batch"] > 0
+    assert transactions["txn_produce_in_flight_of_send_batch"] > 0
 
     # Every peer either ran (its sends and consume measured, storage taken
     # after it consumed what it was sent) or is reported skipped with a reason.

@@ -15,7 +15,7 @@ import pytest
 
 import txnq
 import txnq.aio
-from tests.helpers import assert_nothing_more, receive_messages, sql, sql_value
+from tests.helpers import assert_nothing_more, expire_transaction, receive_messages, sql, sql_value
 from txnq import errors
 from txnq.lifecycle.backlog_quota import check_backlog_quotas
 
@@ -178,12 +178,7 @@ def test_a_commit_past_the_timeout_writes_nothing_and_raises_as_before(
     producer = client.producer("out", **HELD)
     txn = client.new_transaction(timeout="1s")
     pending = producer.send_async(b"late", partition=1, txn=txn)
-    sql(
-        dsn,
-        "UPDATE txnq.transactions SET timeout_at = now() - interval '1 s' "
-        "WHERE tc_id = %s AND txn_seq = %s",
-        tuple(txn.txn_id),
-    )
+    expire_transaction(dsn, txn.txn_id)
 
     # As the usual commit: the queued send fails on the timeout, so the commit aborts.
     with pytest.raises(errors.TransactionAbortedError) as raised:

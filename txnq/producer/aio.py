@@ -22,7 +22,14 @@ from txnq.messages import MessageId
 from txnq.options import PRODUCER_OPTIONS, checked_options
 from txnq.producer.base import ProducerBase
 from txnq.producer.batch import EntryBatch, joined_already, message_columns, plain_payload
-from txnq.producer.decided import carried_commit_plan, fail_carried, settle_carried, take_for_commit
+from txnq.producer.decided import (
+    Carried,
+    Taken,
+    carried_commit_plan,
+    fail_carried,
+    settle_carried,
+    take_for_commit,
+)
 from txnq.transaction.aio import Transaction, checked_transaction
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
@@ -47,6 +54,7 @@ class Producer(ProducerBase):
     _wake: asyncio.Event
     _room: asyncio.Event
     _flusher: asyncio.Task[None]
+    _committing: set[asyncio.Task[None]]
 
     @classmethod
     async def _open(
@@ -66,6 +74,8 @@ class Producer(ProducerBase):
         )
         self._io = AsyncIO(self._connection, self._reconnect, routed=self._routes.connection)
         self._io_lock = asyncio.Lock()  # one append at a time, in order
+        # commit_async()'s commits that carry batches, while they run.
+        self._committing = set()
         self._wake = asyncio.Event()  # a batch opened or filled: the flusher looks
         self._room = asyncio.Event()  # the pending queue shrank
         if transactional_id is not None:
@@ -295,22 +305,97 @@ class Producer(ProducerBase):
             taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
             if taken is None:
                 return False
-            try:
-                carried = await arun(carried_commit_plan(self, txn, taken), self._io)
-            except BaseException as exc:
-                fail_carried(self, taken, exc)
+            carried = await self._carry(txn, taken)
+        if carried is None:
+            return False
+        self._carried(txn, taken, carried)
+        return True
+
+    async def _commit_with_async(self, txn: Transaction) -> asyncio.Future[None] | None:
+        """``await txn.commit_async()``: as the sync producer's
+        ``_commit_with_async``, the commit running in a task of its own that
+        releases the I/O lock taken here once the batches are written. The
+        future returned is not the task: cancelling it does not stop the
+        commit, which holds the producer."""
+        await self._io_lock.acquire()
+        try:
+            taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
+        except BaseException:
+            self._io_lock.release()
+            raise
+        if taken is None:
+            self._io_lock.release()
+            return None
+        outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        held = [True]  # the I/O lock, until _carry_taken releases it
+        task = asyncio.create_task(
+            self._commit_taken(txn, taken, outcome, held), name=f"txnq-commit-{txn.txn_id}"
+        )
+        self._committing.add(task)  # a reference, until it is done
+
+        def done(task: asyncio.Task[None]) -> None:
+            self._committing.discard(task)
+            if held[0]:  # cancelled before it ran (the event loop closing)
+                held[0] = False
+                fail_carried(self, taken, asyncio.CancelledError())
+                self._io_lock.release()
                 self._room.set()
-                raise
-            if carried is None:
-                for partition, batch in taken:
-                    await self._write_taken(partition, [batch])
-                return False
-            settle_carried(self, taken, carried.offsets)
+
+        task.add_done_callback(done)
+        return outcome
+
+    async def _commit_taken(
+        self, txn: Transaction, taken: Taken, outcome: asyncio.Future[None], held: list[bool]
+    ) -> None:
+        """The task's half of ``commit_async()``: ``outcome`` is the future
+        the caller holds."""
+        try:
+            await txn._commit_in_background(lambda: self._carry_taken(txn, taken, held))
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except BaseException as exc:
+            if not outcome.done():
+                outcome.set_exception(exc)
+        else:
+            if not outcome.done():
+                outcome.set_result(None)
+
+    async def _carry_taken(self, txn: Transaction, taken: Taken, held: list[bool]) -> bool:
+        """As the sync producer's ``_carry_taken``."""
+        try:
+            carried = await self._carry(txn, taken)
+        except errors.TxnqError:
+            carried = None  # as commit(): the usual commit after reports it
+        finally:
+            held[0] = False
+            self._io_lock.release()
+        if carried is None:
+            return False
+        self._carried(txn, taken, carried)
+        return True
+
+    async def _carry(self, txn: TransactionBase, taken: Taken) -> Carried | None:
+        """As the sync producer's ``_carry`` (the I/O lock is held)."""
+        try:
+            carried = await arun(carried_commit_plan(self, txn, taken), self._io)
+        except BaseException as exc:
+            fail_carried(self, taken, exc)
             self._room.set()
+            raise
+        if carried is None:
+            for partition, batch in taken:
+                await self._write_taken(partition, [batch])
+            return None
+        settle_carried(self, taken, carried.offsets)
+        self._room.set()
+        return carried
+
+    def _carried(self, txn: TransactionBase, taken: Taken, carried: Carried) -> None:
+        """After a commit that carried ``taken`` (the I/O lock released)."""
         for partition, batch in taken:
             self._run_callbacks(partition, batch)
         txn._committed_with_batches(carried.state, carried.reason)
-        return True
 
     async def _write_taken(self, partition: int, batches: list[EntryBatch]) -> None:
         """Write batches taken from the partition's queue, in order (the I/O lock is held)."""

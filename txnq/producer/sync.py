@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,14 @@ from txnq.failpoints import raise_if_armed
 from txnq.messages import MessageId
 from txnq.producer.base import ProducerBase
 from txnq.producer.batch import EntryBatch, joined_already, message_columns, plain_payload
-from txnq.producer.decided import carried_commit_plan, fail_carried, settle_carried, take_for_commit
+from txnq.producer.decided import (
+    Carried,
+    Taken,
+    carried_commit_plan,
+    fail_carried,
+    settle_carried,
+    take_for_commit,
+)
 from txnq.producer.routing import PARTITIONS_REFRESH_SECONDS
 from txnq.transaction.base import TransactionBase
 from txnq.transaction.pending import PendingSend, SendCallback
@@ -101,6 +109,8 @@ class Producer(ProducerBase):
         except BaseException:
             self._proxy.close()
             raise
+        # Runs commit_async()'s commits that carry batches; made at the first.
+        self._committer: ThreadPoolExecutor | None = None
         self._flusher = threading.Thread(
             target=self._flush_loop, name=f"txnq-producer-{self.name}", daemon=True
         )
@@ -325,6 +335,8 @@ class Producer(ProducerBase):
                 self._closed = True
                 self._cond.notify_all()
             self._flusher.join(timeout=5)
+            if self._committer is not None:
+                self._committer.shutdown(wait=True)
             with self._io_lock:
                 self._proxy.close()
                 self._routes.close()
@@ -374,24 +386,96 @@ class Producer(ProducerBase):
                 taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
             if taken is None:
                 return False
-            try:
-                carried = run(carried_commit_plan(self, txn, taken), self._io)
-            except BaseException as exc:
+            carried = self._carry(txn, taken)
+        if carried is None:
+            return False
+        self._carried(txn, taken, carried)
+        return True
+
+    def _commit_with_async(self, txn: Transaction) -> Future[None] | None:
+        """``txn.commit_async()``: take this producer's last batches of ``txn``
+        now, and commit them with it on the producer's committer thread; the
+        future of that commit, or None (nothing taken) when it cannot carry
+        what is queued. The I/O lock, taken here, is released by the committer
+        once the batches are written: until then nothing else of this producer
+        is written, so a later transaction's entries come after these."""
+        taken: Taken | None = None
+        self._io_lock.acquire()
+        try:
+            with self._cond:
+                taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
+            if taken is None:
+                self._io_lock.release()
+                return None
+            committer = self._committer
+            if committer is None:
+                committer = self._committer = ThreadPoolExecutor(
+                    1, thread_name_prefix=f"txnq-committer-{self.name}"
+                )
+            # Our own future, running from the start: cancelling it cannot
+            # keep the committer from releasing the I/O lock.
+            outcome: Future[None] = Future()
+            outcome.set_running_or_notify_cancel()
+            committer.submit(self._commit_taken, txn, taken, outcome)
+            return outcome
+        except BaseException as exc:
+            if taken is not None:
                 with self._cond:
                     fail_carried(self, taken, exc)
                     self._cond.notify_all()
-                raise
-            if carried is None:
-                for partition, batch in taken:
-                    self._write_taken(partition, [batch])
-                return False
+            self._io_lock.release()
+            raise
+
+    def _commit_taken(self, txn: Transaction, taken: Taken, outcome: Future[None]) -> None:
+        """The committer thread's half of ``commit_async()``: ``outcome`` is
+        the future the caller holds."""
+        try:
+            txn._commit_in_background(lambda: self._carry_taken(txn, taken))
+        except BaseException as exc:
+            outcome.set_exception(exc)
+        else:
+            outcome.set_result(None)
+
+    def _carry_taken(self, txn: Transaction, taken: Taken) -> bool:
+        """Commit ``txn`` with the batches ``_commit_with_async`` took, and
+        release the I/O lock it took; False when the commit did not go through
+        (the batches are written then, the caller commits the usual way)."""
+        try:
+            carried = self._carry(txn, taken)
+        except errors.TxnqError:
+            carried = None  # as commit(): the usual commit after reports it
+        finally:
+            self._io_lock.release()
+        if carried is None:
+            return False
+        self._carried(txn, taken, carried)
+        return True
+
+    def _carry(self, txn: TransactionBase, taken: Taken) -> Carried | None:
+        """Commit ``txn`` with the batches ``taken`` (the I/O lock is held);
+        None when it did not go through: the batches are written the usual
+        way then, and the transaction is committed the usual way."""
+        try:
+            carried = run(carried_commit_plan(self, txn, taken), self._io)
+        except BaseException as exc:
             with self._cond:
-                settle_carried(self, taken, carried.offsets)
+                fail_carried(self, taken, exc)
                 self._cond.notify_all()
+            raise
+        if carried is None:
+            for partition, batch in taken:
+                self._write_taken(partition, [batch])
+            return None
+        with self._cond:
+            settle_carried(self, taken, carried.offsets)
+            self._cond.notify_all()
+        return carried
+
+    def _carried(self, txn: TransactionBase, taken: Taken, carried: Carried) -> None:
+        """After a commit that carried ``taken`` (the I/O lock released)."""
         for partition, batch in taken:
             self._run_callbacks(partition, batch)
         txn._committed_with_batches(carried.state, carried.reason)
-        return True
 
     def _write_taken(self, partition: int, batches: list[EntryBatch]) -> None:
         """Write batches taken from the partition's queue, in order (the I/O lock is held)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -54,14 +55,7 @@ class Transaction(TransactionBase):
         (``wait=True``) run the marker phase (see ``txnq.Transaction.commit``)."""
         async with self._lock:
             self._check_commit(wait)
-            producers = list(self._producers)
-            # As the sync face: the last producer's last batches may ride
-            # with the decision (txnq.producer.decided).
-            carrier = producers[-1] if producers and self._carries_batches(wait) else None
-            for producer in producers:
-                if producer is not carrier:
-                    with contextlib.suppress(errors.TxnqError):
-                        await producer.flush()
+            carrier = await self._flush_but_carrier(wait)
             if carrier is not None:
                 with contextlib.suppress(errors.TxnqError):
                     # Still nothing written (the others may have flushed some).
@@ -69,6 +63,57 @@ class Transaction(TransactionBase):
                         return
                     await carrier.flush()
             await self._run(self._commit_plan(wait=wait))
+
+    async def commit_async(self) -> asyncio.Future[None]:
+        """Commit without waiting for it (see ``txnq.Transaction.commit_async``):
+        ``future = await txn.commit_async()`` takes the transaction's queued
+        messages and returns once the commit runs in a task of its own (or,
+        when it cannot carry them, once it committed); ``await future`` is
+        what ``await txn.commit()`` would have returned or raised."""
+        async with self._lock:
+            self._check_commit(True)
+            carrier = await self._flush_but_carrier(True)
+            if carrier is not None and self._carries_batches(True):
+                self._state = "COMMITTING"
+                future: asyncio.Future[None] | None = None
+                try:
+                    future = await carrier._commit_with_async(self)
+                finally:
+                    if future is None:
+                        self._state = "OPEN"
+                if future is not None:
+                    return future
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        try:
+            await self.commit()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
+        return done
+
+    async def _flush_but_carrier(self, wait: bool) -> Producer | None:
+        """As the sync face's ``_flush_but_carrier``."""
+        producers = list(self._producers)
+        carrier = producers[-1] if producers and self._carries_batches(wait) else None
+        for producer in producers:
+            if producer is not carrier:
+                with contextlib.suppress(errors.TxnqError):
+                    await producer.flush()
+        return carrier
+
+    async def _commit_in_background(self, carry: Callable[[], Awaitable[bool]]) -> None:
+        """As the sync face's ``_commit_in_background``, in a task."""
+        try:
+            if not await carry():
+                async with self._lock:
+                    await self._run(self._commit_plan(wait=True))
+        except BaseException:
+            if self._state == "COMMITTING":
+                self._state = "OPEN"
+            raise
 
     async def abort(self) -> None:
         """Abort: its messages are never delivered, its acks are released."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -61,14 +63,7 @@ class Transaction(TransactionBase):
         """
         with self._lock:
             self._check_commit(wait)
-            producers = list(self._producers)
-            # The last producer's last batches may ride with the decision
-            # (txnq.producer.decided); the others' are written first.
-            carrier = producers[-1] if producers and self._carries_batches(wait) else None
-            for producer in producers:
-                if producer is not carrier:
-                    with contextlib.suppress(errors.TxnqError):
-                        producer.flush()
+            carrier = self._flush_but_carrier(wait)
             if carrier is not None:
                 with contextlib.suppress(errors.TxnqError):
                     # Still nothing written (the others may have flushed some).
@@ -76,6 +71,73 @@ class Transaction(TransactionBase):
                         return
                     carrier.flush()
             self._run(self._commit_plan(wait=wait))
+
+    def commit_async(self) -> Future[None]:
+        """Commit without waiting, as Pulsar's ``txn.commit()`` future: the
+        future is done when ``commit()`` would have returned, with its error if
+        it would have raised one. Meanwhile the caller can open the next
+        transaction and queue its messages: a producer writes nothing of it
+        before this commit's messages, so their order holds.
+
+        The commit runs in the background when it can carry its messages
+        (the transaction's sends are still queued in its producer, it made no
+        acknowledgement, and the client is not on a cluster's proxy:
+        docs/transactions.md, "A commit that carries its batches"); otherwise
+        it commits here, before returning a future that is already done. Once
+        called, the transaction takes no more sends or acks, and neither
+        ``commit()`` nor ``abort()`` (its state is COMMITTING until the
+        future is done).
+        """
+        with self._lock:
+            self._check_commit(True)
+            carrier = self._flush_but_carrier(True)
+            if carrier is not None and self._carries_batches(True):
+                # COMMITTING before the committer thread can set COMMITTED.
+                self._state = "COMMITTING"
+                future: Future[None] | None = None
+                try:
+                    future = carrier._commit_with_async(self)
+                finally:
+                    if future is None:
+                        self._state = "OPEN"
+                if future is not None:
+                    return future
+        done: Future[None] = Future()
+        try:
+            self.commit()
+        except BaseException as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
+        return done
+
+    def _flush_but_carrier(self, wait: bool) -> Producer | None:
+        """The producer whose last batches may ride with the decision
+        (txnq.producer.decided: the last one that joined), after every
+        other producer wrote its batches; None when the commit cannot carry."""
+        producers = list(self._producers)
+        carrier = producers[-1] if producers and self._carries_batches(wait) else None
+        for producer in producers:
+            if producer is not carrier:
+                with contextlib.suppress(errors.TxnqError):
+                    producer.flush()
+        return carrier
+
+    def _commit_in_background(self, carry: Callable[[], bool]) -> None:
+        """The committer thread's part of ``commit_async()``: ``carry()``
+        commits with the batches taken (False: it did not go through, nothing
+        of it was written, and the commit goes the usual way, as ``commit()``
+        would go on). An error leaves the transaction OPEN, as ``commit()``
+        does, and is the future's."""
+        try:
+            if not carry():
+                with self._lock:
+                    self._run(self._commit_plan(wait=True))
+        except BaseException:
+            with self._lock:
+                if self._state == "COMMITTING":
+                    self._state = "OPEN"
+            raise
 
     def abort(self) -> None:
         """Abort: the messages sent in it are never delivered, its acks are
