@@ -124,6 +124,29 @@ def test_the_future_of_a_commit_in_flight_cannot_be_cancelled(client: txnq.Clien
     assert [m.value for m in receive_messages(reader, 2)] == [b"kept", b"after"]
 
 
+def test_closing_the_producer_waits_for_its_commit_in_flight(dsn: str) -> None:
+    """Both faces: close() right after commit_async() returns once the commit ended."""
+    with txnq.Client(dsn) as client:
+        client.admin.create_topic("out", partitions=2)
+        producer = client.producer("out", **HELD)
+        txn = client.new_transaction()
+        producer.send_async(b"sync", partition=0, txn=txn)
+        future = txn.commit_async()
+        producer.close()
+        assert future.done() and future.result() is None and txn.state == "COMMITTED"
+
+    async def main() -> tuple[bool, str]:
+        async with txnq.aio.Client(dsn) as client:
+            producer = await client.producer("out", **HELD)
+            txn = await client.new_transaction()
+            await producer.send_async(b"asyncio", partition=1, txn=txn)
+            future = await txn.commit_async()
+            await producer.close()
+            return future.done() and future.result() is None, txn.state
+
+    assert asyncio.run(main()) == (True, "COMMITTED")
+
+
 def test_a_commit_that_cannot_carry_is_done_when_commit_async_returns(
     client: txnq.Client,
 ) -> None:

@@ -276,6 +276,7 @@ def test_an_ended_transaction_refuses_every_call_and_writes_nothing(
             "acknowledge": lambda: consumer.acknowledge(first, txn=txn),
             "acknowledge_cumulative": lambda: consumer.acknowledge_cumulative(second, txn=txn),
             "commit": txn.commit,
+            "commit_async": txn.commit_async,
             "__enter__": txn.__enter__,
         }
         if ending == "commit":
@@ -533,6 +534,7 @@ def test_ended_asyncio_transactions_refuse_every_call_and_leave_no_session_idle(
                 "acknowledge": lambda: consumer.acknowledge(first, txn=txn),
                 "acknowledge_cumulative": lambda: consumer.acknowledge_cumulative(first, txn=txn),
                 "commit": txn.commit,
+                "commit_async": txn.commit_async,
                 "abort": txn.abort,
                 "__aenter__": txn.__aenter__,
             }

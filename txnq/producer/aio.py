@@ -182,6 +182,8 @@ class Producer(ProducerBase):
             self._wake.set()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._flusher, 5)
+            if self._committing:  # commit_async()'s commits in flight end first
+                await asyncio.gather(*self._committing, return_exceptions=True)
             async with self._io_lock:
                 if self._conn is not None:
                     await self._conn.close()
