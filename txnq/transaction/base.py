@@ -128,7 +128,8 @@ class TransactionBase:
     @property
     def state(self) -> str:
         """OPEN, COMMITTED or ABORTED as this client knows it (COMMITTING/ABORTING
-        when ``commit(wait=False)`` left the marker phase to the workers)."""
+        when ``commit(wait=False)`` left the marker phase to the workers;
+        COMMITTING while a ``commit_async()`` is in flight)."""
         return self._state
 
     @property
