@@ -227,7 +227,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--json", action="store_true")
     ns = parser.parse_args()
-    counts = [int(c) for c in ns.clients.split(",")]
+    try:
+        counts = [int(c) for c in ns.clients.split(",")]
+    except ValueError:
+        parser.error(f"--clients takes client counts separated by commas, not {ns.clients!r}")
     if ns.rounds < 1 or ns.seconds <= 0 or any(c < 1 for c in counts):
         parser.error("--rounds, --seconds and every --clients count must be positive")
     results = {str(c): measure(ns.dsn, c, ns.rounds, ns.seconds) for c in counts}

@@ -304,7 +304,7 @@ class Producer(ProducerBase):
     async def _commit_with(self, txn: TransactionBase) -> bool:
         """``await txn.commit()``: as the sync producer's ``_commit_with``."""
         async with self._io_lock:
-            taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
+            taken = take_for_commit(self, txn)
             if taken is None:
                 return False
             carried = await self._carry(txn, taken)
@@ -321,7 +321,7 @@ class Producer(ProducerBase):
         commit, which holds the producer."""
         await self._io_lock.acquire()
         try:
-            taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
+            taken = take_for_commit(self, txn)
         except BaseException:
             self._io_lock.release()
             raise

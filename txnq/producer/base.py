@@ -35,7 +35,7 @@ import time
 import uuid
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -95,6 +95,8 @@ class ProducerBase:
     producer and append a batch. A face adds the connection, the locks, the
     waiting and the flushing."""
 
+    _client: Any  # the face's client: whether it is on a cluster's proxy (decided.py)
+
     def _configure(
         self,
         settings: Settings,
@@ -151,10 +153,9 @@ class ProducerBase:
         self._partitions = topic.partitions
         self._partitions_checked = time.monotonic()
         # Round robin starts at a random partition, as Pulsar's router does:
-        # producers started together would otherwise all write partition 0
-        # first and then move in step, each sync send() waiting on the
-        # others' head-row lock (held through their commit) instead of
-        # writing another partition (docs/benchmarks.md, 4-client sends).
+        # producers started together would otherwise write partition 0 first
+        # and move in step, each send() waiting on the others' head-row lock
+        # (held through their commit; docs/benchmarks.md, 4-client sends).
         self._round_robin = random.randrange(self._partitions)
         self._batches: dict[int, EntryBatch] = {}  # the open batch per partition
         self._sealed: dict[int, list[EntryBatch]] = {}  # full batches waiting, oldest first
@@ -303,9 +304,8 @@ class ProducerBase:
             or (batch.payloads and batch.bytes + size > self._max_bytes)
         ):
             if batch is not None:
-                # Seal the full batch (it is written as its own entry) and open
-                # a new one, as Kafka's record accumulator does; an entry
-                # holds the messages of one transaction only.
+                # Seal the full batch (written as its own entry) and open a new
+                # one, as Kafka's record accumulator; an entry holds one transaction's.
                 self._sealed.setdefault(target, []).append(batch)
             batch = self._batches[target] = EntryBatch(txn)
         payloads = batch.payloads

@@ -66,17 +66,20 @@ class Carried(NamedTuple):
     reason: str | None
 
 
-def take_for_commit(
-    producer: ProducerBase, txn: TransactionBase, one_database: bool
-) -> Taken | None:
+def take_for_commit(producer: ProducerBase, txn: TransactionBase) -> Taken | None:
     """The batches of ``txn`` that its commit can carry, taken from the queue
     in partition order (head rows are locked in the protocol's order); None,
     taking nothing, when the commit cannot carry what is queued: a batch of
     something else, a partition with several, nothing queued, a producer
-    that failed, or a cluster's proxy (``one_database`` false). The
-    face holds its I/O lock and its lock."""
-    if not one_database or txn._wrote or producer._failure is not None or producer._closed:
-        return None  # (txn._wrote: this producer's thread may have written a batch of it)
+    that failed, or a cluster's proxy (read once per client). The face
+    holds its I/O lock and its lock."""
+    if (
+        producer._client._cluster_proxy is not False  # a proxy, or not known yet
+        or txn._wrote  # this producer's thread may have written a batch of it
+        or producer._failure is not None
+        or producer._closed
+    ):
+        return None
     partitions = sorted({*producer._sealed, *producer._batches})
     for partition in partitions:
         queued = list(producer._sealed.get(partition, []))

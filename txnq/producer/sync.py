@@ -383,7 +383,7 @@ class Producer(ProducerBase):
         took is written here the usual way, and the caller commits."""
         with self._io_lock:
             with self._cond:
-                taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
+                taken = take_for_commit(self, txn)
             if taken is None:
                 return False
             carried = self._carry(txn, taken)
@@ -403,7 +403,7 @@ class Producer(ProducerBase):
         self._io_lock.acquire()
         try:
             with self._cond:
-                taken = take_for_commit(self, txn, self._client._cluster_proxy is False)
+                taken = take_for_commit(self, txn)
             if taken is None:
                 self._io_lock.release()
                 return None

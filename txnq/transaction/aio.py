@@ -55,14 +55,17 @@ class Transaction(TransactionBase):
         (``wait=True``) run the marker phase (see ``txnq.Transaction.commit``)."""
         async with self._lock:
             self._check_commit(wait)
-            carrier = await self._flush_but_carrier(wait)
-            if carrier is not None:
-                with contextlib.suppress(errors.TxnqError):
-                    # Still nothing written (the others may have flushed some).
-                    if self._carries_batches(wait) and await carrier._commit_with(self):
-                        return
-                    await carrier.flush()
-            await self._run(self._commit_plan(wait=wait))
+            await self._commit_checked(wait, await self._flush_but_carrier(wait))
+
+    async def _commit_checked(self, wait: bool, carrier: Producer | None) -> None:
+        """As the sync face's ``_commit_checked``."""
+        if carrier is not None:
+            with contextlib.suppress(errors.TxnqError):
+                # Still nothing written (the others may have flushed some).
+                if self._carries_batches(wait) and await carrier._commit_with(self):
+                    return
+                await carrier.flush()
+        await self._run(self._commit_plan(wait=wait))
 
     async def commit_async(self) -> asyncio.Future[None]:
         """Commit without waiting for it (see ``txnq.Transaction.commit_async``):
@@ -83,16 +86,16 @@ class Transaction(TransactionBase):
                         self._state = "OPEN"
                 if future is not None:
                     return future
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        try:
-            await self.commit()
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            done.set_exception(exc)
-        else:
-            done.set_result(None)
-        return done
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            try:
+                await self._commit_checked(True, carrier)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+            return done
 
     async def _flush_but_carrier(self, wait: bool) -> Producer | None:
         """As the sync face's ``_flush_but_carrier``."""

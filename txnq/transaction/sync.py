@@ -63,14 +63,19 @@ class Transaction(TransactionBase):
         """
         with self._lock:
             self._check_commit(wait)
-            carrier = self._flush_but_carrier(wait)
-            if carrier is not None:
-                with contextlib.suppress(errors.TxnqError):
-                    # Still nothing written (the others may have flushed some).
-                    if self._carries_batches(wait) and carrier._commit_with(self):
-                        return
-                    carrier.flush()
-            self._run(self._commit_plan(wait=wait))
+            self._commit_checked(wait, self._flush_but_carrier(wait))
+
+    def _commit_checked(self, wait: bool, carrier: Producer | None) -> None:
+        """``commit()`` once checked and the other producers flushed (the
+        lock is held): carry the batches of ``carrier`` if it still can,
+        else write them and commit the usual way."""
+        if carrier is not None:
+            with contextlib.suppress(errors.TxnqError):
+                # Still nothing written (the others may have flushed some).
+                if self._carries_batches(wait) and carrier._commit_with(self):
+                    return
+                carrier.flush()
+        self._run(self._commit_plan(wait=wait))
 
     def commit_async(self) -> Future[None]:
         """Commit without waiting, as Pulsar's ``txn.commit()`` future: the
@@ -102,14 +107,14 @@ class Transaction(TransactionBase):
                         self._state = "OPEN"
                 if future is not None:
                     return future
-        done: Future[None] = Future()
-        try:
-            self.commit()
-        except BaseException as exc:
-            done.set_exception(exc)
-        else:
-            done.set_result(None)
-        return done
+            done: Future[None] = Future()
+            try:
+                self._commit_checked(True, carrier)
+            except BaseException as exc:
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+            return done
 
     def _flush_but_carrier(self, wait: bool) -> Producer | None:
         """The producer whose last batches may ride with the decision
