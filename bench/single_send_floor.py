@@ -15,16 +15,26 @@ the entry log id passed in -- so no version of ``append_v6`` can be faster
 than it. If the floor is behind PgQ, the target cannot be met by trimming
 checks; only a different storage model (one row per single send) would.
 
+So the same run also measures the floors of other models that keep gapless
+offsets and idempotence (see ``MODEL_FUNCTIONS``): the same three writes as
+one prepared statement (no PL/pgSQL at all); two writes, the head row and
+the entry, with the producer's last sequence read back from the entries
+(as Kafka rebuilds producer state from its log); and one write, the entry
+alone, a partition's appends serialised on an advisory lock and the next
+offset read from the entries. Those last two write into a copy of the
+entries table with the index they would need.
+
 DSN names a scratch database migrated to head (``txnq migrate``). The
-benchmark creates a topic ``single-floor-<pid>-<clients>`` with one partition per
-client, a schema ``txnq_floor`` holding the floor function and the raw table
-(dropped at the end), and, where the pgq extension is available, a PgQ queue
-(dropped at the end). Each round runs the operations in turn (the order
-rotating), each for ``--seconds`` with ``--clients`` processes, every
-process on its own partition with its own producer: calls per second over
-all clients, and server time per call from pg_stat_user_functions
-(``track_functions`` is turned on for the database). Synchronous commit, as
-``producer.send()`` runs. Medians over the rounds.
+benchmark creates a topic ``single-floor-<pid>-<clients>`` with one
+partition per client, a schema ``txnq_floor`` holding the floor functions,
+the entries copies and the raw table (dropped at the end), and, where the
+pgq extension is available, a PgQ queue (dropped at the end). Each round
+runs the operations in turn (the order rotating), each for ``--seconds``
+with ``--clients`` processes, every process on its own partition with its
+own producer: calls per second over all clients, and server time per call
+from pg_stat_user_functions (``track_functions`` is turned on for the
+database). Synchronous commit, as ``producer.send()`` runs. Medians over the
+rounds.
 """
 
 from __future__ import annotations
@@ -69,6 +79,84 @@ END;
 $$
 """
 
+#: Two other models' floors, measured against the three writes above (issue
+#: 23 item 2: which storage model could meet PgQ at all). Both read the
+#: producer's last sequence from the entries themselves, as Kafka rebuilds its
+#: producer state from the log, through an index on (partition, producer,
+#: sequence) that txnq's entries do not have; both run on a copy of one entry
+#: log (``entries_two`` and ``entries_copy``, with that index) so append_v6 is not slowed by it.
+#: "two writes" keeps the head row (the offset and the consumers' read bound);
+#: "one write" serialises a partition's appends on a transaction-scoped
+#: advisory lock (no WAL) and reads the next offset from the entries' primary
+#: key, so a send writes only its entry. Each read orders by its index's
+#: whole key, so even a generic plan takes the index backwards (ordered by
+#: the last column alone, PL/pgSQL's generic plan sorted a partition's rows).
+MODEL_FUNCTIONS = (
+    f"""
+CREATE FUNCTION {SCHEMA}.append_two_writes(
+    p_topic_id integer, p_partition integer, p_producer_id bigint, p_first_sequence bigint,
+    p_entry_log_id integer, p_payloads bytea[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_head txnq.partitions%ROWTYPE;
+    v_last bigint;
+BEGIN
+    UPDATE txnq.partitions h
+       SET next_offset = h.next_offset + 1, max_read_offset = h.next_offset,
+           last_publish_time = greatest(clock_timestamp(), h.last_publish_time)
+     WHERE h.topic_id = p_topic_id AND h.partition = p_partition
+    RETURNING h.* INTO v_head;
+    SELECT e.first_sequence + e.message_count - 1 INTO v_last FROM {SCHEMA}.entries_two e
+     WHERE e.topic_id = p_topic_id AND e.partition = p_partition
+       AND e.producer_id = p_producer_id
+     ORDER BY e.topic_id DESC, e.partition DESC, e.producer_id DESC, e.first_sequence DESC
+     LIMIT 1;
+    IF v_last >= p_first_sequence THEN
+        RETURN -1;
+    END IF;
+    INSERT INTO {SCHEMA}.entries_two (topic_id, partition, entry_offset, entry_log_id, ledger_id,
+                              publish_time, producer_id, first_sequence, message_count,
+                              payload_bytes, payloads)
+    VALUES (p_topic_id, p_partition, v_head.next_offset - 1, p_entry_log_id, v_head.ledger_id,
+            v_head.last_publish_time, p_producer_id, p_first_sequence, 1,
+            octet_length(p_payloads[1]), p_payloads);
+    RETURN v_head.next_offset - 1;
+END;
+$$
+""",
+    f"""
+CREATE FUNCTION {SCHEMA}.append_one_write(
+    p_topic_id integer, p_partition integer, p_producer_id bigint, p_first_sequence bigint,
+    p_entry_log_id integer, p_payloads bytea[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_next bigint;
+    v_last bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_topic_id, p_partition);
+    SELECT e.entry_offset + e.message_count INTO v_next FROM {SCHEMA}.entries_copy e
+     WHERE e.topic_id = p_topic_id AND e.partition = p_partition
+     ORDER BY e.topic_id DESC, e.partition DESC, e.entry_offset DESC LIMIT 1;
+    SELECT e.first_sequence + e.message_count - 1 INTO v_last FROM {SCHEMA}.entries_copy e
+     WHERE e.topic_id = p_topic_id AND e.partition = p_partition
+       AND e.producer_id = p_producer_id
+     ORDER BY e.topic_id DESC, e.partition DESC, e.producer_id DESC, e.first_sequence DESC
+     LIMIT 1;
+    IF v_last >= p_first_sequence THEN
+        RETURN -1;
+    END IF;
+    INSERT INTO {SCHEMA}.entries_copy (topic_id, partition, entry_offset, entry_log_id, ledger_id,
+                              publish_time, producer_id, first_sequence, message_count,
+                              payload_bytes, payloads)
+    VALUES (p_topic_id, p_partition, coalesce(v_next, 0), p_entry_log_id, 0,
+            clock_timestamp(), p_producer_id, p_first_sequence, 1,
+            octet_length(p_payloads[1]), p_payloads);
+    RETURN coalesce(v_next, 0);
+END;
+$$
+""",
+)
+
 #: Each operation: its prepared statement, and the function whose server
 #: time is reported (schema, name).
 OPERATIONS: dict[str, tuple[str, tuple[str, str] | None]] = {
@@ -81,6 +169,32 @@ OPERATIONS: dict[str, tuple[str, tuple[str, str] | None]] = {
         f"SELECT {SCHEMA}.append_three_writes($1::integer, $2::integer, $3::bigint, $5::bigint, "
         "$7::integer, $6::bytea[]) WHERE $4::integer IS NOT NULL",
         (SCHEMA, "append_three_writes"),
+    ),
+    "floor: three writes, no PL/pgSQL": (
+        "WITH h AS (UPDATE txnq.partitions h SET next_offset = h.next_offset + 1, "
+        "max_read_offset = h.next_offset, "
+        "last_publish_time = greatest(clock_timestamp(), h.last_publish_time) "
+        "WHERE h.topic_id = $1::integer AND h.partition = $2::integer "
+        "RETURNING h.next_offset - 1 AS entry_offset, h.ledger_id, h.last_publish_time), "
+        "s AS (UPDATE txnq.producer_sequences s SET last_sequence = $5::bigint "
+        "WHERE s.topic_id = $1::integer AND s.partition = $2::integer "
+        "AND s.producer_id = $3::bigint RETURNING 1) "
+        "INSERT INTO txnq.entries (topic_id, partition, entry_offset, entry_log_id, ledger_id, "
+        "publish_time, producer_id, first_sequence, message_count, payload_bytes, payloads) "
+        "SELECT $1::integer, $2::integer, h.entry_offset, $7::integer, h.ledger_id, "
+        "h.last_publish_time, $3::bigint, $5::bigint, 1, octet_length(($6::bytea[])[1]), "
+        "$6::bytea[] FROM h, s WHERE $4::integer IS NOT NULL RETURNING entry_offset",
+        None,
+    ),
+    "floor: two writes, dedup from entries": (
+        f"SELECT {SCHEMA}.append_two_writes($1::integer, $2::integer, $3::bigint, $5::bigint, "
+        "$7::integer, $6::bytea[]) WHERE $4::integer IS NOT NULL",
+        (SCHEMA, "append_two_writes"),
+    ),
+    "floor: one write, advisory lock": (
+        f"SELECT {SCHEMA}.append_one_write($1::integer, $2::integer, $3::bigint, $5::bigint, "
+        "$7::integer, $6::bytea[]) WHERE $4::integer IS NOT NULL",
+        (SCHEMA, "append_one_write"),
     ),
     "PgQ insert_event": (
         f"SELECT pgq.insert_event('{QUEUE}', 'bench', convert_from(($6::bytea[])[1], 'UTF8')) "
@@ -96,7 +210,13 @@ OPERATIONS: dict[str, tuple[str, tuple[str, str] | None]] = {
     ),
 }
 #: The operations that take a producer sequence (the others leave it alone).
-SEQUENCED = ("txnq append_v6", "floor: the three writes only")
+SEQUENCED = (
+    "txnq append_v6",
+    "floor: the three writes only",
+    "floor: three writes, no PL/pgSQL",
+    "floor: two writes, dedup from entries",
+    "floor: one write, advisory lock",
+)
 
 
 def _worker(args: tuple[str, str, int, int, int, int, int, int, float]) -> tuple[int, int]:
@@ -131,6 +251,15 @@ def _server_ms(dsn: str) -> dict[tuple[str, str], tuple[int, float]]:
     return {(str(s), str(f)): (int(c), float(t)) for s, f, c, t in rows}
 
 
+def _analyze(dsn: str) -> None:
+    """Fresh statistics on the entries copies. Without any (autovacuum off,
+    as on the project's PostgreSQL 15), the generic plan of the sequence
+    read took the primary key and sorted the partition's rows: 7 ms a call
+    after 10,000 sends, a planner accident no production table has."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"ANALYZE {SCHEMA}.entries_two, {SCHEMA}.entries_copy")
+
+
 def _setup(dsn: str, clients: int) -> tuple[int, list[tuple[int, int]], int, bool]:
     """The topic, its producers, the entry log id, and whether PgQ is here."""
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -139,6 +268,18 @@ def _setup(dsn: str, clients: int) -> tuple[int, list[tuple[int, int]], int, boo
         conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
         conn.execute(f"CREATE SCHEMA {SCHEMA}")
         conn.execute(FLOOR_FUNCTION)
+        for function in MODEL_FUNCTIONS:
+            conn.execute(function)
+        for table in ("entries_two", "entries_copy"):
+            conn.execute(
+                f"CREATE TABLE {SCHEMA}.{table} (LIKE txnq.entries INCLUDING DEFAULTS, "
+                "PRIMARY KEY (topic_id, partition, entry_offset))"
+            )
+            conn.execute(f"CREATE INDEX ON {SCHEMA}.{table} USING brin (publish_time)")
+            conn.execute(
+                f"CREATE INDEX ON {SCHEMA}.{table} (topic_id, partition, producer_id, "
+                "first_sequence)"
+            )
         conn.execute(
             f"CREATE TABLE {SCHEMA}.raw_single (id bigserial PRIMARY KEY, partition integer, "
             "payload bytea)"
@@ -184,7 +325,10 @@ def measure(dsn: str, clients: int, rounds: int, seconds: float) -> dict[str, di
     """Per operation: median calls/s over all clients and server µs per call."""
     topic_id, producers, entry_log, pgq = _setup(dsn, clients)
     operations = [op for op in OPERATIONS if pgq or not op.startswith("PgQ")]
-    next_seq = [1] * clients
+    # The sequence row's producers (append_v6 and the three writes share it)
+    # and each entries copy's: a sequence of its own per model.
+    sequences = {op: ("row" if op in SEQUENCED[:3] else op) for op in operations}
+    next_seq = {group: [1] * clients for group in set(sequences.values())}
     rates: dict[str, list[float]] = {op: [] for op in operations}
     server: dict[str, list[float]] = {op: [] for op in operations}
     try:
@@ -193,15 +337,17 @@ def measure(dsn: str, clients: int, rounds: int, seconds: float) -> dict[str, di
                 order = operations[r % len(operations) :] + operations[: r % len(operations)]
                 for op in order:
                     function = OPERATIONS[op][1]
+                    _analyze(dsn)
+                    tail = (entry_log, seconds)
                     before = _server_ms(dsn)
                     work: list[Any] = [
-                        (dsn, op, topic_id, i, *producers[i], next_seq[i], entry_log, seconds)
+                        (dsn, op, topic_id, i, *producers[i], next_seq[sequences[op]][i], *tail)
                         for i in range(clients)
                     ]
                     start = time.perf_counter()
                     done = pool.map(_worker, work)
                     elapsed = time.perf_counter() - start
-                    next_seq = [seq for _, seq in done]
+                    next_seq[sequences[op]] = [seq for _, seq in done]
                     rates[op].append(sum(calls for calls, _ in done) / elapsed)
                     if function is not None:
                         time.sleep(0.7)  # the statistics' flush

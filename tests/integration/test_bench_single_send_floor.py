@@ -21,7 +21,12 @@ def test_a_tiny_run_measures_every_operation_and_leaves_append_usable(dsn: str) 
     assert list(figures) == expected
     for op, figure in figures.items():
         assert figure["msgs_per_s"] > 0, op
-    for op in ("txnq append_v6", "floor: the three writes only"):
+    for op in (
+        "txnq append_v6",
+        "floor: the three writes only",
+        "floor: two writes, dedup from entries",
+        "floor: one write, advisory lock",
+    ):
         assert figures[op]["server_us"] > 0, op
     with psycopg.connect(dsn, autocommit=True) as conn:
         schema = conn.execute(
