@@ -2,7 +2,7 @@
 latency of txnq's commit of a one-message transaction against the least a
 commit of that protocol must write, and against raw commits shaped alike.
 
-    python bench/commit_floor.py --dsn DSN [--clients 1,4] [--rounds 3]
+    python -m bench.commit_floor --dsn DSN [--clients 1,4] [--rounds 3]
         [--seconds 3] [--json]
 
 Issue 23 item 4 asks ``commit()`` within 2x of a raw ``INSERT`` + ``COMMIT``
@@ -49,8 +49,6 @@ decision row's.
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import os
 import statistics
@@ -58,6 +56,8 @@ import time
 from typing import Any
 
 import psycopg
+
+from bench import floor_runs
 
 SCHEMA = "txnq_commit_floor"
 
@@ -209,20 +209,9 @@ def _setup(dsn: str, clients: int) -> tuple[int, list[tuple[int, int]], int, int
             f"CREATE TABLE {SCHEMA}.raw (id bigserial PRIMARY KEY, client integer NOT NULL, "
             "at timestamptz NOT NULL DEFAULT now(), payload bytea NOT NULL)"
         )
-        row = conn.execute(
-            "SELECT txnq.create_topic_v2(%s, %s::integer, -1, -1, NULL, 5242880)",
-            (f"commit-floor-{os.getpid()}-{clients}", clients),
-        ).fetchone()
-        assert row is not None
-        topic_id = int(row[0])
-        producers = []
-        for i in range(clients):
-            got = conn.execute(
-                "SELECT producer_id, epoch FROM txnq.register_producer_v2(%s, %s)",
-                (topic_id, f"commit-floor-{i}"),
-            ).fetchone()
-            assert got is not None
-            producers.append((int(got[0]), int(got[1])))
+        topic_id, producers = floor_runs.topic_with_producers(
+            conn, f"commit-floor-{os.getpid()}-{clients}", clients
+        )
         config = conn.execute("SELECT active_entry_log_id FROM txnq.config").fetchone()
         limits = conn.execute("SELECT tc_count FROM txnq.txn_limits_v1()").fetchone()
         assert config is not None and limits is not None
@@ -296,35 +285,18 @@ def measure(dsn: str, clients: int, rounds: int, seconds: float) -> dict[str, di
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dsn", required=True, help="a scratch database migrated to head")
-    parser.add_argument("--clients", default="1,4", help="client counts, comma-separated")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--json", action="store_true")
-    ns = parser.parse_args()
-    try:
-        counts = [int(c) for c in ns.clients.split(",")]
-    except ValueError:
-        parser.error(f"--clients takes client counts separated by commas, not {ns.clients!r}")
-    if ns.rounds < 1 or ns.seconds <= 0 or any(c < 1 for c in counts):
-        parser.error("--rounds, --seconds and every --clients count must be positive")
-    results = {str(c): measure(ns.dsn, c, ns.rounds, ns.seconds) for c in counts}
-    if ns.json:
-        print(json.dumps(results, indent=2))
-        return 0
+def show(results: dict[str, dict[str, dict[str, float]]], rounds: int) -> None:
+    """The results as a table per client count."""
     for clients, ops in results.items():
         raw = ops["raw INSERT + COMMIT"]["p50_ms"]
-        print(f"\n{clients} client(s), the timed step of a cycle (medians of {ns.rounds} rounds)")
+        print(f"\n{clients} client(s), the timed step of a cycle (medians of {rounds} rounds)")
         print(f"{'operation':<34}{'p50 ms':>9}{'x raw':>7}{'p99 ms':>9}{'cycles/s':>10}")
         for op, f in ops.items():
             print(
                 f"{op:<34}{f['p50_ms']:>9.3f}{f['p50_ms'] / raw:>7.2f}{f['p99_ms']:>9.3f}"
                 f"{f['cycles_per_s']:>10,.0f}"
             )
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(floor_runs.main(__doc__, measure, show))

@@ -2,7 +2,7 @@
 ``append_v6`` against the least any append of that model must do, PgQ's
 ``insert_event`` and a raw single-row INSERT, each one commit per message.
 
-    python bench/single_send_floor.py --dsn DSN [--clients 1,4] [--rounds 3]
+    python -m bench.single_send_floor --dsn DSN [--clients 1,4] [--rounds 3]
         [--seconds 3] [--json]
 
 Issue 23 item 2 asks a single send at least as fast as PgQ's with one
@@ -39,8 +39,6 @@ rounds.
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import os
 import statistics
@@ -48,6 +46,8 @@ import time
 from typing import Any
 
 import psycopg
+
+from bench import floor_runs
 
 SCHEMA = "txnq_floor"
 QUEUE = "txnq_single_floor"
@@ -79,6 +79,7 @@ END;
 $$
 """
 
+
 #: Two other models' floors, measured against the three writes above (issue
 #: 23 item 2: which storage model could meet PgQ at all). Both read the
 #: producer's last sequence from the entries themselves, as Kafka rebuilds its
@@ -91,70 +92,63 @@ $$
 #: key, so a send writes only its entry. Each read orders by its index's
 #: whole key, so even a generic plan takes the index backwards (ordered by
 #: the last column alone, PL/pgSQL's generic plan sorted a partition's rows).
-MODEL_FUNCTIONS = (
-    f"""
-CREATE FUNCTION {SCHEMA}.append_two_writes(
+def _model_function(name: str, table: str, declare: str, locate: str, offset: str) -> str:
+    """A model's append: ``locate`` finds the next offset (into ``v_next``),
+    then the producer's last sequence is read back from ``table`` (a
+    duplicate returns -1) and the entry written at ``offset``."""
+    return f"""
+CREATE FUNCTION {SCHEMA}.{name}(
     p_topic_id integer, p_partition integer, p_producer_id bigint, p_first_sequence bigint,
     p_entry_log_id integer, p_payloads bytea[]) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_head txnq.partitions%ROWTYPE;
+    {declare}
+    v_next bigint;
     v_last bigint;
 BEGIN
-    UPDATE txnq.partitions h
+    {locate}
+    SELECT e.first_sequence + e.message_count - 1 INTO v_last FROM {SCHEMA}.{table} e
+     WHERE e.topic_id = p_topic_id AND e.partition = p_partition
+       AND e.producer_id = p_producer_id
+     ORDER BY e.topic_id DESC, e.partition DESC, e.producer_id DESC, e.first_sequence DESC
+     LIMIT 1;
+    IF v_last >= p_first_sequence THEN
+        RETURN -1;
+    END IF;
+    INSERT INTO {SCHEMA}.{table} (topic_id, partition, entry_offset, entry_log_id, ledger_id,
+                              publish_time, producer_id, first_sequence, message_count,
+                              payload_bytes, payloads)
+    VALUES (p_topic_id, p_partition, {offset}, p_entry_log_id, 0, clock_timestamp(),
+            p_producer_id, p_first_sequence, 1, octet_length(p_payloads[1]), p_payloads);
+    RETURN {offset};
+END;
+$$
+"""
+
+
+MODEL_FUNCTIONS = (
+    _model_function(
+        "append_two_writes",
+        "entries_two",
+        "v_head txnq.partitions%ROWTYPE;",
+        """UPDATE txnq.partitions h
        SET next_offset = h.next_offset + 1, max_read_offset = h.next_offset,
            last_publish_time = greatest(clock_timestamp(), h.last_publish_time)
      WHERE h.topic_id = p_topic_id AND h.partition = p_partition
     RETURNING h.* INTO v_head;
-    SELECT e.first_sequence + e.message_count - 1 INTO v_last FROM {SCHEMA}.entries_two e
-     WHERE e.topic_id = p_topic_id AND e.partition = p_partition
-       AND e.producer_id = p_producer_id
-     ORDER BY e.topic_id DESC, e.partition DESC, e.producer_id DESC, e.first_sequence DESC
-     LIMIT 1;
-    IF v_last >= p_first_sequence THEN
-        RETURN -1;
-    END IF;
-    INSERT INTO {SCHEMA}.entries_two (topic_id, partition, entry_offset, entry_log_id, ledger_id,
-                              publish_time, producer_id, first_sequence, message_count,
-                              payload_bytes, payloads)
-    VALUES (p_topic_id, p_partition, v_head.next_offset - 1, p_entry_log_id, v_head.ledger_id,
-            v_head.last_publish_time, p_producer_id, p_first_sequence, 1,
-            octet_length(p_payloads[1]), p_payloads);
-    RETURN v_head.next_offset - 1;
-END;
-$$
-""",
-    f"""
-CREATE FUNCTION {SCHEMA}.append_one_write(
-    p_topic_id integer, p_partition integer, p_producer_id bigint, p_first_sequence bigint,
-    p_entry_log_id integer, p_payloads bytea[]) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_next bigint;
-    v_last bigint;
-BEGIN
-    PERFORM pg_advisory_xact_lock(p_topic_id, p_partition);
+    v_next := v_head.next_offset - 1;""",
+        "v_next",
+    ),
+    _model_function(
+        "append_one_write",
+        "entries_copy",
+        "",
+        f"""PERFORM pg_advisory_xact_lock(p_topic_id, p_partition);
     SELECT e.entry_offset + e.message_count INTO v_next FROM {SCHEMA}.entries_copy e
      WHERE e.topic_id = p_topic_id AND e.partition = p_partition
-     ORDER BY e.topic_id DESC, e.partition DESC, e.entry_offset DESC LIMIT 1;
-    SELECT e.first_sequence + e.message_count - 1 INTO v_last FROM {SCHEMA}.entries_copy e
-     WHERE e.topic_id = p_topic_id AND e.partition = p_partition
-       AND e.producer_id = p_producer_id
-     ORDER BY e.topic_id DESC, e.partition DESC, e.producer_id DESC, e.first_sequence DESC
-     LIMIT 1;
-    IF v_last >= p_first_sequence THEN
-        RETURN -1;
-    END IF;
-    INSERT INTO {SCHEMA}.entries_copy (topic_id, partition, entry_offset, entry_log_id, ledger_id,
-                              publish_time, producer_id, first_sequence, message_count,
-                              payload_bytes, payloads)
-    VALUES (p_topic_id, p_partition, coalesce(v_next, 0), p_entry_log_id, 0,
-            clock_timestamp(), p_producer_id, p_first_sequence, 1,
-            octet_length(p_payloads[1]), p_payloads);
-    RETURN coalesce(v_next, 0);
-END;
-$$
-""",
+     ORDER BY e.topic_id DESC, e.partition DESC, e.entry_offset DESC LIMIT 1;""",
+        "coalesce(v_next, 0)",
+    ),
 )
 
 #: Each operation: its prepared statement, and the function whose server
@@ -284,23 +278,14 @@ def _setup(dsn: str, clients: int) -> tuple[int, list[tuple[int, int]], int, boo
             f"CREATE TABLE {SCHEMA}.raw_single (id bigserial PRIMARY KEY, partition integer, "
             "payload bytea)"
         )
-        row = conn.execute(
-            "SELECT txnq.create_topic_v2(%s, %s::integer, -1, -1, NULL, 5242880)",
-            (f"single-floor-{os.getpid()}-{clients}", clients),
-        ).fetchone()
-        assert row is not None
-        topic_id = int(row[0])
-        producers = []
+        topic_id, producers = floor_runs.topic_with_producers(
+            conn, f"single-floor-{os.getpid()}-{clients}", clients
+        )
         for i in range(clients):
-            rows = conn.execute(
-                "SELECT producer_id, epoch FROM txnq.register_producer_v2(%s, %s)",
-                (topic_id, f"floor-{i}"),
-            ).fetchall()
-            producers.append((int(rows[0][0]), int(rows[0][1])))
             # The sequence row the floor updates: written by a first real send.
             conn.execute(
                 "SELECT txnq.append_v6(%s, %s, %s, %s, 0, ARRAY['x'::bytea])",
-                (topic_id, i, *producers[-1]),
+                (topic_id, i, *producers[i]),
             )
         config = conn.execute("SELECT active_entry_log_id FROM txnq.config").fetchone()
         assert config is not None
@@ -365,28 +350,12 @@ def measure(dsn: str, clients: int, rounds: int, seconds: float) -> dict[str, di
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dsn", required=True, help="a scratch database migrated to head")
-    parser.add_argument("--clients", default="1,4", help="client counts, comma-separated")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--json", action="store_true")
-    ns = parser.parse_args()
-    try:
-        counts = [int(c) for c in ns.clients.split(",")]
-    except ValueError:
-        parser.error(f"--clients takes client counts separated by commas, not {ns.clients!r}")
-    if ns.rounds < 1 or ns.seconds <= 0 or any(c < 1 for c in counts):
-        parser.error("--rounds, --seconds and every --clients count must be positive")
-    results = {str(c): measure(ns.dsn, c, ns.rounds, ns.seconds) for c in counts}
-    if ns.json:
-        print(json.dumps(results, indent=2))
-        return 0
+def show(results: dict[str, dict[str, dict[str, float]]], rounds: int) -> None:
+    """The results as a table per client count."""
     for clients, ops in results.items():
         pgq = ops.get("PgQ insert_event", {}).get("msgs_per_s")
         raw = ops["raw single-row INSERT"]["msgs_per_s"]
-        print(f"\n{clients} client(s), one commit per message (medians of {ns.rounds} rounds)")
+        print(f"\n{clients} client(s), one commit per message (medians of {rounds} rounds)")
         print(f"{'operation':<32}{'msgs/s':>10}{'x PgQ':>8}{'x raw':>8}{'server us':>11}")
         for op, figures in ops.items():
             rate = figures["msgs_per_s"]
@@ -396,8 +365,7 @@ def main() -> int:
                 f"{op:<32}{rate:>10,.0f}{vs_pgq:>8}{rate / raw:>8.2f}"
                 f"{'-' if us is None else f'{us:.1f}':>11}"
             )
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(floor_runs.main(__doc__, measure, show))
