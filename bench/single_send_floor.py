@@ -80,18 +80,6 @@ $$
 """
 
 
-#: Two other models' floors, measured against the three writes above (issue
-#: 23 item 2: which storage model could meet PgQ at all). Both read the
-#: producer's last sequence from the entries themselves, as Kafka rebuilds its
-#: producer state from the log, through an index on (partition, producer,
-#: sequence) that txnq's entries do not have; both run on a copy of one entry
-#: log (``entries_two`` and ``entries_copy``, with that index) so append_v6 is not slowed by it.
-#: "two writes" keeps the head row (the offset and the consumers' read bound);
-#: "one write" serialises a partition's appends on a transaction-scoped
-#: advisory lock (no WAL) and reads the next offset from the entries' primary
-#: key, so a send writes only its entry. Each read orders by its index's
-#: whole key, so even a generic plan takes the index backwards (ordered by
-#: the last column alone, PL/pgSQL's generic plan sorted a partition's rows).
 def _model_function(name: str, table: str, declare: str, locate: str, offset: str) -> str:
     """A model's append: ``locate`` finds the next offset (into ``v_next``),
     then the producer's last sequence is read back from ``table`` (a
@@ -126,6 +114,17 @@ $$
 """
 
 
+#: Two other models' floors, measured against the three writes above (issue
+#: 23 item 2: which storage model could meet PgQ at all). Both read the
+#: producer's last sequence from the entries themselves, as Kafka rebuilds
+#: its producer state from the log, through an index on (partition,
+#: producer, sequence) that txnq's entries do not have; each runs on its own
+#: copy of the entries table (``entries_two``, ``entries_copy``, with that
+#: index) so append_v6 is not slowed by it. "two writes" keeps the head row
+#: (the offset and the consumers' read bound); "one write" serialises a
+#: partition's appends on a transaction-scoped advisory lock (no WAL) and
+#: reads the next offset from the entries' primary key, so a send writes
+#: only its entry. The copies get statistics before each turn (``_analyze``).
 MODEL_FUNCTIONS = (
     _model_function(
         "append_two_writes",
