@@ -144,10 +144,9 @@ OPERATIONS = (
 
 
 def _exec(pgconn: Any, name: str, params: list[Any]) -> Any:
-    res = pgconn.exec_prepared(name.encode(), [str(p).encode() for p in params])
-    if res.status not in (1, 2):  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
-        raise RuntimeError(f"{name}: {(res.error_message or b'').decode()}")
-    return res
+    return floor_runs.checked(
+        pgconn.exec_prepared(name.encode(), [str(p).encode() for p in params]), name
+    )
 
 
 def _worker(

@@ -1,8 +1,9 @@
 """What the floor benchmarks share (bench/single_send_floor.py,
 bench/commit_floor.py): their command line -- a scratch database, client
 counts, rounds and seconds per operation; each script's ``measure(dsn,
-clients, rounds, seconds)`` is run for every client count -- and their
-topic, a partition and a producer per client."""
+clients, rounds, seconds)`` is run for every client count -- their topic,
+a partition and a producer per client, and the check of a prepared call's
+result."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from typing import Any
 import psycopg
 
 Measure = Callable[[str, int, int, float], dict[str, dict[str, float]]]
+
+
+def checked(result: Any, what: str) -> Any:
+    """``result`` of a libpq call (``pgconn.exec_prepared``), or a
+    RuntimeError naming ``what`` with the server's message if it failed."""
+    if result.status not in (1, 2):  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
+        raise RuntimeError(f"{what}: {(result.error_message or b'').decode()}")
+    return result
 
 
 Show = Callable[[dict[str, dict[str, dict[str, float]]], int], None]

@@ -226,9 +226,9 @@ def _worker(args: tuple[str, str, int, int, int, int, int, int, float]) -> tuple
         log = str(entry_log).encode()
         deadline = time.perf_counter() + seconds
         while time.perf_counter() < deadline:
-            res = pgconn.exec_prepared(b"op", [*fixed, str(seq).encode(), payload, log])
-            if res.status not in (1, 2):  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
-                raise RuntimeError(f"{operation}: {(res.error_message or b'').decode()}")
+            floor_runs.checked(
+                pgconn.exec_prepared(b"op", [*fixed, str(seq).encode(), payload, log]), operation
+            )
             calls += 1
             seq += sequenced
     return calls, seq

@@ -9,6 +9,7 @@ from __future__ import annotations
 import psycopg
 
 from bench import single_send_floor
+from tests.helpers import sql
 
 
 def test_a_tiny_run_measures_every_operation_and_leaves_append_usable(dsn: str) -> None:
@@ -28,11 +29,10 @@ def test_a_tiny_run_measures_every_operation_and_leaves_append_usable(dsn: str) 
         "floor: one write, advisory lock",
     ):
         assert figures[op]["server_us"] > 0, op
+    assert (
+        sql(dsn, "SELECT 1 FROM pg_namespace WHERE nspname = %s", (single_send_floor.SCHEMA,)) == []
+    )
     with psycopg.connect(dsn, autocommit=True) as conn:
-        schema = conn.execute(
-            "SELECT 1 FROM pg_namespace WHERE nspname = %s", (single_send_floor.SCHEMA,)
-        ).fetchone()
-        assert schema is None
         # The floor kept each producer's sequence row in step with what it
         # wrote: append_v6 takes the next sequence and refuses a gap.
         rows = conn.execute(
